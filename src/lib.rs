@@ -1,0 +1,351 @@
+//! # ttgt — tensor contractions at the speed of the GEMM underneath
+//!
+//! ```
+//! use ndarray::ArrayD;
+//! let a = ArrayD::<f64>::from_shape_fn(vec![4, 5, 6, 7], |i| (i[0] + 2 * i[1] + i[2] * i[3]) as f64);
+//! let b = ArrayD::<f64>::from_shape_fn(vec![7, 5, 3, 2], |i| (i[0] * i[1]) as f64 - i[2] as f64 + 0.5 * i[3] as f64);
+//! let c = ttgt::contract("abcd,dbef->acef", &a, &b).unwrap();
+//! assert_eq!(c.shape(), &[4, 6, 3, 2]);
+//! let want = ttgt::reference::einsum("abcd,dbef->acef", &[a.view(), b.view()]).unwrap();
+//! assert_eq!(c, want);
+//! ```
+//!
+//! Specs follow numpy's `einsum`: implicit outputs (`"ij,jk"`), batch indices
+//! (`"bij,bjk->bik"`), diagonals and traces (`"ii->i"`, `"ii"`), sums (`"ij->"`), outer
+//! products (`"i,j->ij"`) and `...` broadcasting. Operands are any ndarray arrays or views, with
+//! any strides (negative, zero, sliced). Errors are values of [`Error`]; nothing panics on user
+//! input.
+//!
+//! Layers (each depends only on those before it): [`einsum`] (parse, bind, classify) →
+//! [`tensor`] (element types, layouts, strided views) → [`transpose`] → [`plan`] →
+//! [`backend`] → this API. [`reference`] is the plain-loop oracle everything is tested
+//! against.
+
+#![warn(missing_docs)]
+
+pub mod backend;
+pub mod einsum;
+mod error;
+pub mod plan;
+pub mod reference;
+pub mod tensor;
+pub mod transpose;
+
+use ndarray::{ArrayBase, ArrayD, ArrayViewD, Data, DataMut, Dimension, IxDyn};
+
+pub use backend::cpu::StepTimes;
+pub use error::{Error, Result};
+pub use plan::ContractionPlan;
+pub use tensor::{DType, Element, Layout};
+
+use einsum::{parse, Label};
+use tensor::{check_permutation, spans_overlap, StridedView, StridedViewMut};
+
+/// An output array of `shape` (zeros), or an allocation error.
+fn new_output<T: Element>(shape: &[usize]) -> Result<ArrayD<T>> {
+    let n = Layout::row_major(shape)?.len();
+    let data = backend::cpu::zeroed::<T>(n, "the result")?;
+    ArrayD::from_shape_vec(IxDyn(shape), data).map_err(|e| Error::Layout(e.to_string()))
+}
+
+fn output_shape(spec: &str, shapes: &[&[usize]]) -> Result<Vec<usize>> {
+    Ok(parse(spec)?.bind(shapes)?.output_shape())
+}
+
+fn check_no_overlap<T, S: ndarray::RawData, D: Dimension>(
+    inputs: &[(*const T, Layout)],
+    c: &ArrayBase<S, D>,
+) -> Result<()> {
+    let lc = Layout::of(c);
+    for (k, (p, l)) in inputs.iter().enumerate() {
+        if spans_overlap(*p, l, c.as_ptr(), &lc) {
+            return Err(Error::Overlap {
+                what: format!("input operand {k}"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Contracts two tensors: the mission call.
+///
+/// ```
+/// let a = ndarray::Array2::<f32>::from_shape_fn((2, 3), |(i, j)| (i + j) as f32);
+/// let b = ndarray::Array2::<f32>::from_shape_fn((3, 4), |(i, j)| (i * j) as f32);
+/// let c = ttgt::contract("ij,jk", &a, &b).unwrap();
+/// assert_eq!(c.into_dimensionality::<ndarray::Ix2>().unwrap(), a.dot(&b));
+/// ```
+pub fn contract<T, Sa, Da, Sb, Db>(
+    spec: &str,
+    a: &ArrayBase<Sa, Da>,
+    b: &ArrayBase<Sb, Db>,
+) -> Result<ArrayD<T>>
+where
+    T: Element,
+    Sa: Data<Elem = T>,
+    Sb: Data<Elem = T>,
+    Da: Dimension,
+    Db: Dimension,
+{
+    let shape = output_shape(spec, &[a.shape(), b.shape()])?;
+    let mut c = new_output(&shape)?;
+    contract_into(spec, T::one(), a, b, T::zero(), &mut c)?;
+    Ok(c)
+}
+
+/// `C = alpha * einsum(spec, A, B) + beta * C` into any strided mutable view. With
+/// `beta == 0`, C is never read (NaNs in it do not leak into the result).
+///
+/// ```
+/// use ndarray::{s, Array2};
+/// let a = Array2::<f64>::ones((3, 4));
+/// let b = Array2::<f64>::ones((4, 5));
+/// let mut big = Array2::<f64>::from_elem((10, 6), f64::NAN);
+/// let mut c = big.slice_mut(s![..;2, 1..]); // a non-contiguous output
+/// ttgt::contract_into("ij,jk->ik", 2.0, &a, &b, 0.0, &mut c).unwrap();
+/// assert!(c.iter().all(|&x| x == 8.0));
+/// ```
+pub fn contract_into<T, Sa, Da, Sb, Db, Sc, Dc>(
+    spec: &str,
+    alpha: T,
+    a: &ArrayBase<Sa, Da>,
+    b: &ArrayBase<Sb, Db>,
+    beta: T,
+    c: &mut ArrayBase<Sc, Dc>,
+) -> Result<()>
+where
+    T: Element,
+    Sa: Data<Elem = T>,
+    Sb: Data<Elem = T>,
+    Sc: DataMut<Elem = T>,
+    Da: Dimension,
+    Db: Dimension,
+    Dc: Dimension,
+{
+    let (la, lb) = (Layout::of(a), Layout::of(b));
+    check_no_overlap(&[(a.as_ptr(), la.clone()), (b.as_ptr(), lb.clone())], c)?;
+    let plan = ContractionPlan::new(spec, &[la, lb], &Layout::of(c), T::DTYPE)?;
+    if plan.bound().inputs().len() != 2 {
+        return Err(Error::OperandCount {
+            spec: spec.to_string(),
+            expected: plan.bound().inputs().len(),
+            given: 2,
+        });
+    }
+    let mut cv = StridedViewMut::of(c)?;
+    plan.execute(
+        alpha,
+        &[StridedView::of(a), StridedView::of(b)],
+        beta,
+        &mut cv,
+    )?;
+    Ok(())
+}
+
+/// One-operand einsum: transposes, diagonals, traces, sums.
+///
+/// ```
+/// let a = ndarray::arr2(&[[1.0, 2.0], [3.0, 4.0]]);
+/// assert_eq!(ttgt::einsum_unary("ii", &a).unwrap()[[]], 5.0);
+/// assert_eq!(ttgt::einsum_unary("ij->j", &a).unwrap(), ndarray::arr1(&[4.0, 6.0]).into_dyn());
+/// ```
+pub fn einsum_unary<T, S, D>(spec: &str, a: &ArrayBase<S, D>) -> Result<ArrayD<T>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+{
+    let shape = output_shape(spec, &[a.shape()])?;
+    let mut c = new_output(&shape)?;
+    einsum_unary_into(spec, T::one(), a, T::zero(), &mut c)?;
+    Ok(c)
+}
+
+/// `C = alpha * einsum(spec, A) + beta * C` for a one-operand spec.
+///
+/// ```
+/// let a = ndarray::arr2(&[[1.0, 2.0], [3.0, 4.0]]);
+/// let mut c = ndarray::arr1(&[10.0, 10.0]);
+/// ttgt::einsum_unary_into("ii->i", 2.0, &a, 1.0, &mut c).unwrap();
+/// assert_eq!(c, ndarray::arr1(&[12.0, 18.0]));
+/// ```
+pub fn einsum_unary_into<T, S, D, Sc, Dc>(
+    spec: &str,
+    alpha: T,
+    a: &ArrayBase<S, D>,
+    beta: T,
+    c: &mut ArrayBase<Sc, Dc>,
+) -> Result<()>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    Sc: DataMut<Elem = T>,
+    D: Dimension,
+    Dc: Dimension,
+{
+    let la = Layout::of(a);
+    check_no_overlap(&[(a.as_ptr(), la.clone())], c)?;
+    let plan = ContractionPlan::new(spec, &[la], &Layout::of(c), T::DTYPE)?;
+    if plan.bound().inputs().len() != 1 {
+        return Err(Error::OperandCount {
+            spec: spec.to_string(),
+            expected: plan.bound().inputs().len(),
+            given: 1,
+        });
+    }
+    let mut cv = StridedViewMut::of(c)?;
+    plan.execute(alpha, &[StridedView::of(a)], beta, &mut cv)?;
+    Ok(())
+}
+
+/// `B = permute(A)` with numpy's meaning: axis `i` of the result is axis `perm[i]` of `A`.
+///
+/// ```
+/// let a = ndarray::Array3::<f64>::zeros((2, 3, 4));
+/// assert_eq!(ttgt::permute(&a, &[2, 0, 1]).unwrap().shape(), &[4, 2, 3]);
+/// assert!(ttgt::permute(&a, &[0, 1]).is_err());
+/// ```
+pub fn permute<T, S, D>(a: &ArrayBase<S, D>, perm: &[usize]) -> Result<ArrayD<T>>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    D: Dimension,
+{
+    check_permutation(perm, a.ndim())?;
+    let shape: Vec<usize> = perm.iter().map(|&p| a.shape()[p]).collect();
+    let mut b = new_output(&shape)?;
+    permute_into(T::one(), a, perm, T::zero(), &mut b)?;
+    Ok(b)
+}
+
+/// `B = alpha * permute(A) + beta * B` (numpy meaning of `perm`); B may be any strided view.
+///
+/// ```
+/// let a = ndarray::arr2(&[[1.0f32, 2.0], [3.0, 4.0]]);
+/// let mut b = ndarray::Array2::<f32>::ones((2, 2));
+/// ttgt::permute_into(1.0, &a, &[1, 0], 1.0, &mut b).unwrap();
+/// assert_eq!(b, ndarray::arr2(&[[2.0, 4.0], [3.0, 5.0]]));
+/// ```
+pub fn permute_into<T, S, D, Sb, Db>(
+    alpha: T,
+    a: &ArrayBase<S, D>,
+    perm: &[usize],
+    beta: T,
+    b: &mut ArrayBase<Sb, Db>,
+) -> Result<()>
+where
+    T: Element,
+    S: Data<Elem = T>,
+    Sb: DataMut<Elem = T>,
+    D: Dimension,
+    Db: Dimension,
+{
+    check_permutation(perm, a.ndim())?;
+    let la = Layout::of(a);
+    let want = la.permuted(perm)?;
+    if want.dims() != b.shape() {
+        return Err(Error::OutputShape {
+            spec: format!("permute {perm:?}"),
+            expected: want.dims().to_vec(),
+            given: b.shape().to_vec(),
+        });
+    }
+    check_no_overlap(&[(a.as_ptr(), la)], b)?;
+    let src = StridedView::of(a).permuted(perm)?;
+    transpose::scale_copy(alpha, &src, beta, &mut StridedViewMut::of(b)?)
+}
+
+/// einsum with any number of operands. One and two operands run through the planner; more
+/// are contracted pairwise from the left, each intermediate keeping only the indices still
+/// needed.
+///
+/// ```
+/// use ndarray::Array2;
+/// let a = Array2::<f64>::eye(3).into_dyn();
+/// let b = Array2::<f64>::from_elem((3, 3), 2.0).into_dyn();
+/// let r = ttgt::einsum("ij,jk,kl->il", &[a.view(), b.view(), a.view()]).unwrap();
+/// assert_eq!(r, Array2::<f64>::from_elem((3, 3), 2.0).into_dyn());
+/// ```
+pub fn einsum<T: Element>(spec: &str, operands: &[ArrayViewD<'_, T>]) -> Result<ArrayD<T>> {
+    match operands {
+        [a] => return einsum_unary(spec, a),
+        [a, b] => return contract(spec, a, b),
+        _ => {}
+    }
+    let parsed = parse(spec)?;
+    let shapes: Vec<&[usize]> = operands.iter().map(|a| a.shape()).collect();
+    let bound = parsed.bind(&shapes)?;
+    if operands.is_empty() {
+        return Err(Error::OperandCount {
+            spec: spec.to_string(),
+            expected: bound.inputs().len(),
+            given: 0,
+        });
+    }
+    // Name every label (letters and `...` dims) by a letter for the pairwise sub-specs.
+    let labels: Vec<Label> = bound.extents().keys().copied().collect();
+    let used: Vec<char> = labels
+        .iter()
+        .filter_map(|l| match l {
+            Label::Letter(c) => Some(*c),
+            Label::Broadcast(_) => None,
+        })
+        .collect();
+    let mut free = ('a'..='z').chain('A'..='Z').filter(|c| !used.contains(c));
+    let mut letter = std::collections::BTreeMap::new();
+    for &l in &labels {
+        let c = match l {
+            Label::Letter(c) => c,
+            Label::Broadcast(_) => free.next().ok_or_else(|| {
+                Error::Unsupported(
+                    "too many distinct indices for pairwise evaluation (more than 52)".into(),
+                )
+            })?,
+        };
+        letter.insert(l, c);
+    }
+    let text = |ls: &[Label]| ls.iter().map(|l| letter[l]).collect::<String>();
+    let views: Vec<ArrayViewD<'_, T>> = operands
+        .iter()
+        .enumerate()
+        .map(|(k, a)| {
+            let dims: Vec<usize> = bound.inputs()[k].iter().map(|&l| bound.extent(l)).collect();
+            a.broadcast(IxDyn(&dims))
+                .ok_or_else(|| Error::Layout(format!("operand {k} cannot broadcast to {dims:?}")))
+        })
+        .collect::<Result<_>>()?;
+    let mut cur_labels = bound.inputs()[0].clone();
+    let mut cur: Option<ArrayD<T>> = None;
+    for i in 1..views.len() {
+        let later: Vec<&Label> = bound.inputs()[i + 1..]
+            .iter()
+            .flatten()
+            .chain(bound.output())
+            .collect();
+        let next = &bound.inputs()[i];
+        let out_labels: Vec<Label> = if i + 1 == views.len() {
+            bound.output().to_vec()
+        } else {
+            let mut v: Vec<Label> = Vec::new();
+            for l in cur_labels.iter().chain(next) {
+                if later.contains(&l) && !v.contains(l) {
+                    v.push(*l);
+                }
+            }
+            v
+        };
+        let sub = format!(
+            "{},{}->{}",
+            text(&cur_labels),
+            text(next),
+            text(&out_labels)
+        );
+        let r = match &cur {
+            None => contract(&sub, &views[0], &views[i])?,
+            Some(c) => contract(&sub, c, &views[i])?,
+        };
+        cur = Some(r);
+        cur_labels = out_labels;
+    }
+    cur.ok_or_else(|| Error::Unsupported("no operands".into()))
+}

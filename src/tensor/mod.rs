@@ -1,0 +1,12 @@
+//! Tensors as the rest of the crate sees them: element types ([`Element`], [`DType`]),
+//! memory descriptions ([`Layout`]) and borrowed strided views ([`StridedView`],
+//! [`StridedViewMut`]).
+
+mod element;
+mod layout;
+mod view;
+
+pub use element::{DType, Element};
+pub(crate) use layout::spans_overlap;
+pub use layout::{check_permutation, Layout};
+pub use view::{StridedView, StridedViewMut};

@@ -1,1 +1,227 @@
-fn main() {}
+//! `ttgt`: the command-line front end of the ttgt tensor-contraction library.
+//!
+//! `ttgt contract` evaluates one einsum spec either on `.npy` files (file mode) or on random
+//! operands of given index sizes (random mode, which times the contraction and reports the
+//! step breakdown). Errors are reported as one line `ttgt: error: <message>` and exit
+//! status 2; a failed `--check` exits with status 1; an internal error (a panic) prints one
+//! line `ttgt: internal error: ...` and exits with status 101.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+#[path = "ttgt/check.rs"]
+mod check;
+#[path = "ttgt/error.rs"]
+mod error;
+#[path = "ttgt/file_mode.rs"]
+mod file_mode;
+#[path = "ttgt/npy.rs"]
+mod npy;
+#[path = "ttgt/random_mode.rs"]
+mod random_mode;
+#[path = "ttgt/report.rs"]
+mod report;
+#[path = "ttgt/scalar.rs"]
+mod scalar;
+
+use error::{CliError, CliResult};
+
+const TOP_EXAMPLES: &str = "\
+Examples:
+  ttgt contract 'ij,jk->ik' A.npy B.npy -o C.npy
+  ttgt contract 'abcd,dbef->acef' --sizes a=48,b=48,c=48,d=48,e=48,f=48 --check
+  ttgt contract --help          (all options of the contract command)
+
+Exit status: 0 success, 1 a --check found a wrong result, 2 bad input or usage,
+101 internal error.";
+
+const CONTRACT_EXAMPLES: &str = "\
+File mode (operands from .npy files; f32, f64, complex64, complex128; C or Fortran order):
+  ttgt contract 'ij,jk->ik' A.npy B.npy -o C.npy
+  ttgt contract 'ii' M.npy                          (trace, printed to stdout)
+  ttgt contract 'bij,bjk->bik' A.npy B.npy -o C.npy --alpha 2 --beta 0.5 --c C0.npy
+  ttgt contract 'ij,jk->ik' A.npy B.npy -o C.npy --alpha 1-2j
+  ttgt contract 'ij,jk,kl->il' A.npy B.npy D.npy -o E.npy   (3+ operands: pairwise)
+  Mixed input types are promoted as numpy does (f32 with f64 gives f64, f64 with
+  complex64 gives complex128); a complex --alpha or --beta makes a real result complex.
+  Without -o the result is printed.
+
+Random mode (--sizes: random operands, timed; every index letter needs a size):
+  ttgt contract 'abcd,dbef->acef' --sizes a=48,b=48,c=48,d=48,e=48,f=48
+  ttgt contract 'abc,cd->abd' --sizes a=64,b=64,c=64,d=64 --dtype c64 --repeat 10 --check
+  ttgt contract 'ij,jk->ik' --sizes i=1000,j=1000,k=1000 --json --explain
+  Operands are row-major with entries uniform in [-1, 1) (real and imaginary parts),
+  seeded by --seed. The plan is built once and executed --repeat times; the best run is
+  reported with GFLOP/s and the step breakdown (prepare, pack A, pack B, GEMM, write C).
+  --json prints one line with the keys spec, explicit_spec, dtype, sizes, repeat, threads,
+  seconds, gflops, flops, prepare_seconds, pack_a_seconds, pack_b_seconds, gemm_seconds,
+  write_c_seconds, transpose_seconds (pack A + pack B + write C), gemm_shape, copies,
+  workspace_bytes, check (ok, failed or null), check_elements, check_max_rel_err and
+  explain (the plan text with --explain, else null).
+
+--check compares with the plain-loop reference engine (computed in double precision):
+every element when the iteration space has at most 2e7 points, otherwise 2000 sampled
+output elements. The error of an element is |got - want| / (|alpha| * sum over the summed
+terms of |product| + |beta| * |C_in|); it must not exceed 1e-10 (f64, c64) or 1e-3 (f32,
+c32). On failure the exit status is 1.";
+
+/// Tensor contractions by Transpose-Transpose-GEMM-Transpose.
+#[derive(Parser, Debug)]
+#[command(name = "ttgt", version, after_help = TOP_EXAMPLES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Commands,
+}
+
+/// The subcommands (`bench` and `calibrate` are planned).
+#[derive(Subcommand, Debug)]
+enum Commands {
+    /// Evaluate an einsum spec on .npy files, or time it on random operands (--sizes).
+    #[command(after_help = CONTRACT_EXAMPLES)]
+    Contract(ContractArgs),
+}
+
+/// Arguments of `ttgt contract`.
+#[derive(Args, Debug, Clone)]
+pub struct ContractArgs {
+    /// einsum spec in numpy's notation, e.g. 'ij,jk->ik', 'bij,bjk->bik', 'ii', '...ij,jk'
+    /// (`...` broadcasting in file mode only).
+    #[arg(value_name = "SPEC")]
+    pub spec: String,
+
+    /// Input operands as .npy files, one per operand of SPEC (file mode).
+    #[arg(value_name = "FILE.npy")]
+    pub files: Vec<PathBuf>,
+
+    /// File mode: write the result to this .npy file (C order); without it the result is
+    /// printed.
+    #[arg(short = 'o', long = "output", value_name = "C.npy")]
+    pub output: Option<PathBuf>,
+
+    /// File mode: scale of the contraction, real or complex in numpy style ('2', '-0.5',
+    /// '1+2j', '1-2j', '2j'). Default 1.
+    #[arg(long, value_name = "X", allow_hyphen_values = true)]
+    pub alpha: Option<String>,
+
+    /// File mode: scale of the initial C (the file of --c; zeros without it). Default 1
+    /// with --c, else 0. Same syntax as --alpha.
+    #[arg(long, value_name = "Y", allow_hyphen_values = true)]
+    pub beta: Option<String>,
+
+    /// File mode: the initial C for --beta, an .npy file of the output's shape.
+    #[arg(long = "c", value_name = "C_IN.npy")]
+    pub c_in: Option<PathBuf>,
+
+    /// Random mode: the extent of every index, e.g. a=48,b=48,c=32.
+    #[arg(long, value_name = "a=N,b=M,...")]
+    pub sizes: Option<String>,
+
+    /// Random mode: element type, f32, f64, c32 (complex64) or c64 (complex128). Default f64.
+    #[arg(long, value_name = "TYPE")]
+    pub dtype: Option<String>,
+
+    /// Random mode: number of timed executions; the best is reported. Default 5.
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<usize>,
+
+    /// Random mode: seed of the random operands (and of the sampled --check). Default 42.
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+
+    /// Random mode: print one JSON object (one line) instead of the human-readable report.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Compare the result with the reference engine; exit status 1 when it differs.
+    #[arg(long)]
+    pub check: bool,
+
+    /// Print the contraction plan (which operands are packed, the GEMM shape, workspace).
+    #[arg(long)]
+    pub explain: bool,
+
+    /// Run inside a thread pool of N threads (default: rayon's default pool).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+/// How a successful run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything went well.
+    Success,
+    /// `--check` found a wrong result.
+    CheckFailed,
+}
+
+/// Writes `text` and a newline to stdout.
+pub fn say(text: &str) -> CliResult<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(|e| CliError::new(format!("cannot write to stdout: {e}")))
+}
+
+/// Runs `ttgt contract`, in a thread pool of `--threads` threads when asked.
+fn contract(args: &ContractArgs) -> CliResult<Outcome> {
+    match args.threads {
+        None => contract_here(args),
+        Some(0) => Err(CliError::new("--threads must be at least 1")),
+        Some(n) => {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .map_err(|e| CliError::new(format!("cannot start {n} threads: {e}")))?;
+            pool.install(|| contract_here(args))
+        }
+    }
+}
+
+/// Runs `ttgt contract` on the current thread pool.
+fn contract_here(args: &ContractArgs) -> CliResult<Outcome> {
+    if args.sizes.is_some() {
+        random_mode::run(args)
+    } else {
+        file_mode::run(args)
+    }
+}
+
+/// Makes a panic print one line and exit with status 101 instead of a backtrace.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".to_string());
+        let at = info
+            .location()
+            .map(|l| format!(" (at {}:{})", l.file(), l.line()))
+            .unwrap_or_default();
+        let line = format!("ttgt: internal error: {msg}{at}").replace('\n', " ");
+        // Nothing more can be done if stderr is gone.
+        let _ = writeln!(std::io::stderr(), "{line}");
+        std::process::exit(101);
+    }));
+}
+
+fn main() -> ExitCode {
+    install_panic_hook();
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Commands::Contract(args) => contract(args),
+    };
+    match result {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::CheckFailed) => ExitCode::from(1),
+        Err(e) => {
+            // Nothing more can be done if stderr is gone.
+            let _ = writeln!(std::io::stderr(), "ttgt: error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! File mode: operands from `.npy` files, `C = alpha * einsum(...) + beta * C_in`, the result
+//! written to `-o` or printed.
+
+use std::path::PathBuf;
+
+use ndarray::{ArrayD, ArrayViewD, Zip};
+use ttgt::einsum::{parse, BoundSpec, Spec};
+use ttgt::tensor::{StridedView, StridedViewMut};
+use ttgt::{ContractionPlan, DType, Element, Layout};
+
+use crate::check::{check, CheckJob};
+use crate::error::{CliError, CliResult};
+use crate::npy::{read_any, with_dtype, write, zeros, AnyArray, CliElement};
+use crate::scalar::{parse_scalar, Scalar};
+use crate::{say, ContractArgs, Outcome};
+
+/// A validated file-mode request, its files read.
+struct Job<'a> {
+    args: &'a ContractArgs,
+    spec: Spec,
+    inputs: Vec<AnyArray>,
+    /// `operand k (path)` for each input, used in messages.
+    names: Vec<String>,
+    /// The initial C with its name for messages (`--c (C0.npy)`).
+    c_in: Option<(String, AnyArray)>,
+    alpha: Scalar,
+    beta: Scalar,
+}
+
+/// Runs file mode.
+pub fn run(args: &ContractArgs) -> CliResult<Outcome> {
+    reject_random_mode_options(args)?;
+    let spec = parse(&args.spec)?;
+    check_file_count(&spec, &args.files)?;
+    let alpha = scalar_option(args.alpha.as_deref(), "--alpha", 1.0)?;
+    let default_beta = if args.c_in.is_some() { 1.0 } else { 0.0 };
+    let beta = scalar_option(args.beta.as_deref(), "--beta", default_beta)?;
+    let names: Vec<String> = args
+        .files
+        .iter()
+        .enumerate()
+        .map(|(k, p)| format!("operand {k} ({})", p.display()))
+        .collect();
+    let inputs = args
+        .files
+        .iter()
+        .zip(&names)
+        .map(|(p, name)| read_any(p, name))
+        .collect::<CliResult<Vec<_>>>()?;
+    let c_in = match &args.c_in {
+        Some(p) => {
+            let name = format!("--c ({})", p.display());
+            let c = read_any(p, &name)?;
+            Some((name, c))
+        }
+        None => None,
+    };
+    let dtype = result_dtype(&inputs, c_in.as_ref().map(|(_, c)| c), alpha, beta);
+    let job = Job {
+        args,
+        spec,
+        inputs,
+        names,
+        c_in,
+        alpha,
+        beta,
+    };
+    with_dtype!(dtype, run_typed(job))
+}
+
+/// Random-mode options make no sense with files.
+fn reject_random_mode_options(args: &ContractArgs) -> CliResult<()> {
+    let given = [
+        (args.dtype.is_some(), "--dtype"),
+        (args.repeat.is_some(), "--repeat"),
+        (args.seed.is_some(), "--seed"),
+        (args.json, "--json"),
+    ];
+    match given.iter().find(|(g, _)| *g) {
+        Some((_, what)) => Err(CliError::new(format!(
+            "{what} needs random mode (--sizes); with input files the element type follows \
+             the files"
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn check_file_count(spec: &Spec, files: &[PathBuf]) -> CliResult<()> {
+    let expected = spec.inputs().len();
+    if files.is_empty() {
+        return Err(CliError::new(format!(
+            "no operands: spec {:?} needs {expected} input .npy file(s), or use --sizes for \
+             random operands",
+            spec.text()
+        )));
+    }
+    if files.len() != expected {
+        return Err(CliError::new(format!(
+            "spec {:?} has {expected} input operand(s) but {} file(s) were given",
+            spec.text(),
+            files.len()
+        )));
+    }
+    Ok(())
+}
+
+fn scalar_option(text: Option<&str>, flag: &str, default: f64) -> CliResult<Scalar> {
+    text.map_or(Ok(Scalar::real(default)), |t| parse_scalar(t, flag))
+}
+
+/// numpy's promotion over the operands and C_in; a complex alpha or beta makes it complex.
+fn result_dtype(
+    inputs: &[AnyArray],
+    c_in: Option<&AnyArray>,
+    alpha: Scalar,
+    beta: Scalar,
+) -> DType {
+    let mut dtype = inputs
+        .iter()
+        .chain(c_in)
+        .map(AnyArray::dtype)
+        .fold(DType::F32, DType::promote);
+    if alpha.is_complex() || beta.is_complex() {
+        dtype = dtype.promote(DType::C32);
+    }
+    dtype
+}
+
+/// Appends which file each operand number is to a binding error.
+fn name_operands(e: ttgt::Error, names: &[String]) -> CliError {
+    CliError::new(format!("{e} [{}]", names.join(", ")))
+}
+
+/// The initial C: `--c` converted to row-major `T` (its shape checked), or zeros.
+fn initial_c<T: CliElement>(job: &mut Job<'_>, shape: &[usize]) -> CliResult<ArrayD<T>> {
+    let Some((name, c_in)) = job.c_in.take() else {
+        return zeros(shape, "the result");
+    };
+    if c_in.shape() != shape {
+        return Err(CliError::new(format!(
+            "{name} has shape {:?} but spec {:?} produces shape {shape:?}",
+            c_in.shape(),
+            job.args.spec
+        )));
+    }
+    let c = T::from_any(c_in);
+    Ok(if c.is_standard_layout() {
+        c
+    } else {
+        c.as_standard_layout().into_owned()
+    })
+}
+
+fn run_typed<T: CliElement>(mut job: Job<'_>) -> CliResult<Outcome> {
+    let arrays: Vec<ArrayD<T>> = std::mem::take(&mut job.inputs)
+        .into_iter()
+        .map(T::from_any)
+        .collect();
+    let shapes: Vec<&[usize]> = arrays.iter().map(|a| a.shape()).collect();
+    let bound = job
+        .spec
+        .bind(&shapes)
+        .map_err(|e| name_operands(e, &job.names))?;
+    let mut c = initial_c::<T>(&mut job, &bound.output_shape())?;
+    let keep_c0 = job.args.check && job.args.c_in.is_some() && !job.beta.is_zero();
+    let c0 = keep_c0.then(|| c.clone());
+    if arrays.len() <= 2 {
+        execute_plan(&job, &arrays, &mut c)?;
+    } else {
+        execute_pairwise(&job, &arrays, &mut c)?;
+    }
+    match &job.args.output {
+        Some(path) => write(path, &c)?,
+        None => say(&c.to_string())?,
+    }
+    if !job.args.check {
+        return Ok(Outcome::Success);
+    }
+    check_result(&job, &bound, &arrays, c0.as_ref(), &c)
+}
+
+/// One or two operands: one plan, executed once.
+fn execute_plan<T: Element>(
+    job: &Job<'_>,
+    arrays: &[ArrayD<T>],
+    c: &mut ArrayD<T>,
+) -> CliResult<()> {
+    let layouts: Vec<Layout> = arrays.iter().map(Layout::of).collect();
+    let plan = ContractionPlan::new(&job.args.spec, &layouts, &Layout::of(c), T::DTYPE)?;
+    if job.args.explain {
+        say(plan.explain().trim_end())?;
+    }
+    let views: Vec<StridedView<'_, T>> = arrays.iter().map(StridedView::of).collect();
+    let mut cv = StridedViewMut::of(c)?;
+    plan.execute(job.alpha.to(), &views, job.beta.to(), &mut cv)?;
+    Ok(())
+}
+
+/// Three or more operands: `ttgt::einsum` (pairwise), then `C = alpha * R + beta * C`.
+fn execute_pairwise<T: Element>(
+    job: &Job<'_>,
+    arrays: &[ArrayD<T>],
+    c: &mut ArrayD<T>,
+) -> CliResult<()> {
+    if job.args.explain {
+        say(&format!(
+            "plan for {}: {} operands, contracted pairwise from the left (one plan per pair)",
+            job.spec,
+            arrays.len()
+        ))?;
+    }
+    let views: Vec<ArrayViewD<'_, T>> = arrays.iter().map(|a| a.view()).collect();
+    let r = ttgt::einsum(&job.args.spec, &views)?;
+    if r.shape() != c.shape() {
+        return Err(CliError::new(format!(
+            "einsum produced shape {:?}, expected {:?}",
+            r.shape(),
+            c.shape()
+        )));
+    }
+    let (alpha, beta): (T, T) = (job.alpha.to(), job.beta.to());
+    Zip::from(c).and(&r).for_each(|c, &r| {
+        *c = if beta.is_exact_zero() {
+            alpha * r
+        } else {
+            alpha * r + beta * *c
+        };
+    });
+    Ok(())
+}
+
+fn check_result<T: Element>(
+    job: &Job<'_>,
+    bound: &BoundSpec,
+    arrays: &[ArrayD<T>],
+    c0: Option<&ArrayD<T>>,
+    got: &ArrayD<T>,
+) -> CliResult<Outcome> {
+    let report = check(&CheckJob {
+        bound,
+        operands: arrays.iter().map(|a| a.view()).collect(),
+        alpha: job.alpha,
+        beta: job.beta,
+        c0,
+        got,
+        seed: crate::random_mode::DEFAULT_SEED,
+    })?;
+    say(&report.line())?;
+    Ok(if report.passed() {
+        Outcome::Success
+    } else {
+        Outcome::CheckFailed
+    })
+}

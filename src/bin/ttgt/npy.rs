@@ -1,0 +1,201 @@
+//! Reading and writing `.npy` files of the four element types, and conversion between them.
+
+use std::path::Path;
+
+use ndarray::{ArrayD, IxDyn};
+use ndarray_npy::npy::header::Header;
+use ndarray_npy::{ReadNpyExt, ReadableElement, WritableElement};
+use num_complex::{Complex32, Complex64};
+use ttgt::{DType, Element};
+
+use crate::error::{CliError, CliResult};
+
+/// An array of any of the four element types.
+#[derive(Clone, Debug)]
+pub enum AnyArray {
+    /// `float32`.
+    F32(ArrayD<f32>),
+    /// `float64`.
+    F64(ArrayD<f64>),
+    /// `complex64`.
+    C32(ArrayD<Complex32>),
+    /// `complex128`.
+    C64(ArrayD<Complex64>),
+}
+
+impl AnyArray {
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            AnyArray::F32(_) => DType::F32,
+            AnyArray::F64(_) => DType::F64,
+            AnyArray::C32(_) => DType::C32,
+            AnyArray::C64(_) => DType::C64,
+        }
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        match self {
+            AnyArray::F32(a) => a.shape(),
+            AnyArray::F64(a) => a.shape(),
+            AnyArray::C32(a) => a.shape(),
+            AnyArray::C64(a) => a.shape(),
+        }
+    }
+}
+
+/// Converts every element (keeping the memory order of contiguous arrays).
+fn convert<S: Element, T: Element>(a: ArrayD<S>) -> ArrayD<T> {
+    a.mapv(|x| T::from_parts(x.re(), x.im()))
+}
+
+/// An element type the CLI reads, computes with and writes.
+pub trait CliElement: Element + ReadableElement + WritableElement {
+    /// The array converted to this type (moved when it already has it). Converting complex to
+    /// real drops the imaginary part; callers only convert to the promoted type.
+    fn from_any(a: AnyArray) -> ArrayD<Self>;
+}
+
+macro_rules! cli_element {
+    ($t:ty, $variant:ident; $($other:ident),*) => {
+        impl CliElement for $t {
+            fn from_any(a: AnyArray) -> ArrayD<Self> {
+                match a {
+                    AnyArray::$variant(x) => x,
+                    $(AnyArray::$other(x) => convert(x),)*
+                }
+            }
+        }
+    };
+}
+
+cli_element!(f32, F32; F64, C32, C64);
+cli_element!(f64, F64; F32, C32, C64);
+cli_element!(Complex32, C32; F32, F64, C64);
+cli_element!(Complex64, C64; F32, F64, C32);
+
+/// Calls `$f::<T>($args)` with `T` the element type of `$dtype`.
+macro_rules! with_dtype {
+    ($dtype:expr, $f:ident($($arg:expr),* $(,)?)) => {
+        match $dtype {
+            ttgt::DType::F32 => $f::<f32>($($arg),*),
+            ttgt::DType::F64 => $f::<f64>($($arg),*),
+            ttgt::DType::C32 => $f::<num_complex::Complex32>($($arg),*),
+            ttgt::DType::C64 => $f::<num_complex::Complex64>($($arg),*),
+        }
+    };
+}
+pub(crate) use with_dtype;
+
+/// The element type of a `.npy` type descriptor such as `'<f8'`.
+fn dtype_of_descriptor(descr: &str) -> Option<DType> {
+    let d = descr.trim_matches(|c| c == '\'' || c == '"');
+    let code = d.strip_prefix(['<', '>', '=', '|']).unwrap_or(d);
+    match code {
+        "f4" => Some(DType::F32),
+        "f8" => Some(DType::F64),
+        "c8" => Some(DType::C32),
+        "c16" => Some(DType::C64),
+        _ => None,
+    }
+}
+
+/// Reads an `.npy` file of `float32`, `float64`, `complex64` or `complex128` elements in C or
+/// Fortran order. `what` names the file in messages (`operand 0 (A.npy)`).
+pub fn read_any(path: &Path, what: &str) -> CliResult<AnyArray> {
+    let bytes =
+        std::fs::read(path).map_err(|e| CliError::new(format!("cannot read {what}: {e}")))?;
+    let mut data = &bytes[..];
+    let header = Header::from_reader(&mut data)
+        .map_err(|e| CliError::new(format!("{what} is not a valid .npy file: {e}")))?;
+    let descr = header.type_descriptor.to_string();
+    let dtype = dtype_of_descriptor(&descr).ok_or_else(|| {
+        CliError::new(format!(
+            "{what} has element type {descr}; ttgt reads float32, float64, complex64 and \
+             complex128 ('<f4', '<f8', '<c8', '<c16')"
+        ))
+    })?;
+    check_length(&header, dtype, data.len(), what)?;
+    let read_err = |e: ndarray_npy::ReadNpyError| CliError::new(format!("cannot read {what}: {e}"));
+    let bytes = &bytes[..];
+    Ok(match dtype {
+        DType::F32 => AnyArray::F32(ArrayD::read_npy(bytes).map_err(read_err)?),
+        DType::F64 => AnyArray::F64(ArrayD::read_npy(bytes).map_err(read_err)?),
+        DType::C32 => AnyArray::C32(ArrayD::read_npy(bytes).map_err(read_err)?),
+        DType::C64 => AnyArray::C64(ArrayD::read_npy(bytes).map_err(read_err)?),
+    })
+}
+
+/// Rejects a header whose shape needs more data than the file holds (`data_len` bytes after
+/// the header), before anything is allocated for it.
+fn check_length(header: &Header, dtype: DType, data_len: usize, what: &str) -> CliResult<()> {
+    let bytes = header
+        .shape
+        .iter()
+        .try_fold(dtype.size_bytes(), |acc, &d| acc.checked_mul(d));
+    match bytes {
+        Some(b) if b <= data_len => Ok(()),
+        _ => Err(CliError::new(format!(
+            "{what} is truncated: its header announces shape {:?} of {dtype} but only \
+             {data_len} bytes of data follow",
+            header.shape
+        ))),
+    }
+}
+
+/// Writes `a` as an `.npy` file (C order when `a` is in standard layout).
+pub fn write<T: CliElement>(path: &Path, a: &ArrayD<T>) -> CliResult<()> {
+    ndarray_npy::write_npy(path, a)
+        .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))
+}
+
+/// A zero-filled row-major array, or an error instead of an abort when memory runs out.
+pub fn zeros<T: Element>(shape: &[usize], what: &str) -> CliResult<ArrayD<T>> {
+    filled(shape, what, |_| T::zero())
+}
+
+/// A row-major array of `shape` whose elements (in memory order) are `f(i)`, or an error
+/// instead of an abort when memory runs out.
+pub fn filled<T: Element>(
+    shape: &[usize],
+    what: &str,
+    mut f: impl FnMut(usize) -> T,
+) -> CliResult<ArrayD<T>> {
+    let too_big = || {
+        CliError::new(format!(
+            "cannot allocate {what} of shape {shape:?} ({})",
+            T::DTYPE
+        ))
+    };
+    let n = shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .filter(|n| n.checked_mul(T::DTYPE.size_bytes()).is_some())
+        .ok_or_else(too_big)?;
+    let mut data = Vec::new();
+    data.try_reserve_exact(n).map_err(|_| too_big())?;
+    data.extend((0..n).map(&mut f));
+    ArrayD::from_shape_vec(IxDyn(shape), data).map_err(|e| CliError::new(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptors() {
+        assert_eq!(dtype_of_descriptor("'<f8'"), Some(DType::F64));
+        assert_eq!(dtype_of_descriptor("'>c16'"), Some(DType::C64));
+        assert_eq!(dtype_of_descriptor("'<f4'"), Some(DType::F32));
+        assert_eq!(dtype_of_descriptor("'<c8'"), Some(DType::C32));
+        assert_eq!(dtype_of_descriptor("'<i8'"), None);
+    }
+
+    #[test]
+    fn conversion_keeps_values() {
+        let a = ndarray::arr1(&[1.5f32, -2.0]).into_dyn();
+        let z = Complex64::from_any(AnyArray::F32(a));
+        assert_eq!(z[[1]], Complex64::new(-2.0, 0.0));
+    }
+}

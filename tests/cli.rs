@@ -1,0 +1,627 @@
+//! End-to-end tests of the `ttgt` binary: `.npy` round trips for the four element types,
+//! C and Fortran order, alpha/beta with `--c`, random mode with `--check --json`, and one-line
+//! errors with exit status 2 for bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use ndarray::{ArrayD, IxDyn, ShapeBuilder};
+use ndarray_npy::{read_npy, write_npy, ReadableElement, WritableElement};
+use num_complex::{Complex32, Complex64};
+use tempfile::TempDir;
+use ttgt::Element;
+
+/// Runs the binary with `args`.
+fn ttgt(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ttgt"))
+        .args(args)
+        .output()
+        .expect("the ttgt binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts exit status 0 and returns stdout.
+fn ok(args: &[&str]) -> String {
+    let o = ttgt(args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "ttgt {args:?} failed: {}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// Deterministic, not too regular test values (complex ones get both parts).
+fn values<T: Element>(shape: &[usize], salt: usize) -> ArrayD<T> {
+    let mut k = salt;
+    let mut next = move || {
+        k = (k * 1103515245 + 12345) % (1 << 31);
+        (k % 2001) as f64 / 1000.0 - 1.0
+    };
+    ArrayD::from_shape_fn(IxDyn(shape), |_| {
+        let re = next();
+        let im = next();
+        T::from_parts(re, im)
+    })
+}
+
+/// The same array stored in Fortran (column-major) memory order.
+fn fortran<T: Element>(a: &ArrayD<T>) -> ArrayD<T> {
+    let mut f = ArrayD::from_elem(IxDyn(a.shape()).f(), T::zero());
+    f.assign(a);
+    assert!(a.ndim() < 2 || !f.is_standard_layout());
+    f
+}
+
+struct Files {
+    dir: TempDir,
+}
+
+impl Files {
+    fn new() -> Self {
+        Files {
+            dir: tempfile::tempdir().expect("a temp dir"),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Writes `a` to `name` and returns the path as a string.
+    fn put<T: WritableElement>(&self, name: &str, a: &ArrayD<T>) -> String {
+        let p = self.path(name);
+        write_npy(&p, a).expect("write npy");
+        s(&p)
+    }
+}
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+fn read<T: ReadableElement>(p: &str) -> ArrayD<T> {
+    read_npy(p).unwrap_or_else(|e| panic!("reading {p}: {e}"))
+}
+
+/// Asserts `|got - want| <= tol * max(1, max |want|)` elementwise, shapes equal.
+fn assert_close<T: Element>(got: &ArrayD<T>, want: &ArrayD<T>, tol: f64) {
+    assert_eq!(got.shape(), want.shape());
+    let scale = want.iter().map(|x| x.abs_f64()).fold(1.0, f64::max);
+    for (g, w) in got.iter().zip(want) {
+        let d = (*g - *w).abs_f64();
+        assert!(d <= tol * scale, "got {g}, want {w} (scale {scale})");
+    }
+}
+
+fn tol<T: Element>() -> f64 {
+    match T::DTYPE {
+        ttgt::DType::F32 | ttgt::DType::C32 => 1e-5,
+        _ => 1e-12,
+    }
+}
+
+/// `ij,jk->ik`-style round trip of one element type, with `a_f`/`b_f` choosing Fortran order.
+fn round_trip<T: Element + WritableElement + ReadableElement>(
+    spec: &str,
+    sa: &[usize],
+    sb: &[usize],
+    a_f: bool,
+    b_f: bool,
+) {
+    let f = Files::new();
+    let a = values::<T>(sa, 1);
+    let b = values::<T>(sb, 2);
+    let pa = f.put("a.npy", &if a_f { fortran(&a) } else { a.clone() });
+    let pb = f.put("b.npy", &if b_f { fortran(&b) } else { b.clone() });
+    let pc = s(&f.path("c.npy"));
+    let out = ok(&["contract", spec, &pa, &pb, "-o", &pc]);
+    assert_eq!(out, "", "file mode with -o prints nothing");
+    let want = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+    let got: ArrayD<T> = read(&pc);
+    assert!(got.is_standard_layout());
+    assert_close(&got, &want, tol::<T>());
+}
+
+#[test]
+fn round_trip_all_dtypes() {
+    round_trip::<f32>("ij,jk->ik", &[3, 4], &[4, 5], false, false);
+    round_trip::<f64>("ij,jk->ik", &[3, 4], &[4, 5], false, false);
+    round_trip::<Complex32>("ij,jk->ik", &[3, 4], &[4, 5], false, false);
+    round_trip::<Complex64>("ij,jk->ik", &[3, 4], &[4, 5], false, false);
+}
+
+#[test]
+fn fortran_order_inputs() {
+    let f = Files::new();
+    let p = f.put("f.npy", &fortran(&values::<f64>(&[2, 3], 3)));
+    let header = std::fs::read(&p).unwrap();
+    let text = String::from_utf8_lossy(&header[..64]);
+    assert!(text.contains("'fortran_order': True"), "{text}");
+    for (a_f, b_f) in [(true, false), (false, true), (true, true)] {
+        round_trip::<f64>("abcd,dbef->acef", &[2, 3, 4, 5], &[5, 3, 2, 3], a_f, b_f);
+        round_trip::<Complex32>("bij,bjk->bik", &[3, 2, 4], &[3, 4, 5], a_f, b_f);
+        round_trip::<f32>("ij,kj->ki", &[4, 3], &[5, 3], a_f, b_f);
+        round_trip::<Complex64>("ijk,kl", &[2, 3, 4], &[4, 2], a_f, b_f);
+    }
+}
+
+#[test]
+fn alpha_beta_with_c() {
+    let f = Files::new();
+    let a = values::<f64>(&[3, 4], 4);
+    let b = values::<f64>(&[4, 5], 5);
+    let c0 = values::<f64>(&[3, 5], 6);
+    let (pa, pb, pc0) = (f.put("a.npy", &a), f.put("b.npy", &b), f.put("c0.npy", &c0));
+    let pc = s(&f.path("c.npy"));
+    let r = ttgt::reference::einsum("ij,jk->ik", &[a.view(), b.view()]).unwrap();
+
+    ok(&[
+        "contract",
+        "ij,jk->ik",
+        &pa,
+        &pb,
+        "-o",
+        &pc,
+        "--alpha",
+        "2",
+        "--beta",
+        "-0.5",
+        "--c",
+        &pc0,
+    ]);
+    assert_close(&read::<f64>(&pc), &(&r * 2.0 - &c0 * 0.5), 1e-12);
+
+    // --c without --beta accumulates (beta = 1).
+    ok(&["contract", "ij,jk->ik", &pa, &pb, "-o", &pc, "--c", &pc0]);
+    assert_close(&read::<f64>(&pc), &(&r + &c0), 1e-12);
+
+    // --beta without --c: C starts at zero.
+    ok(&[
+        "contract",
+        "ij,jk->ik",
+        &pa,
+        &pb,
+        "-o",
+        &pc,
+        "--beta",
+        "3",
+        "--alpha=-1",
+    ]);
+    assert_close(&read::<f64>(&pc), &(&r * -1.0), 1e-12);
+
+    // A Fortran-order C_in.
+    let pcf = f.put("c0f.npy", &fortran(&c0));
+    ok(&[
+        "contract",
+        "ij,jk->ik",
+        &pa,
+        &pb,
+        "-o",
+        &pc,
+        "--c",
+        &pcf,
+        "--beta",
+        "2",
+        "--check",
+    ]);
+    assert_close(&read::<f64>(&pc), &(&r + &c0 * 2.0), 1e-12);
+}
+
+#[test]
+fn complex_alpha_beta() {
+    let f = Files::new();
+    let a = values::<Complex64>(&[2, 3, 4], 7);
+    let b = values::<Complex64>(&[4, 3], 8);
+    let c0 = values::<Complex64>(&[4, 2], 9);
+    let (pa, pb, pc0) = (f.put("a.npy", &a), f.put("b.npy", &b), f.put("c0.npy", &c0));
+    let pc = s(&f.path("c.npy"));
+    let r = ttgt::reference::einsum("ijk,kj->ki", &[a.view(), b.view()]).unwrap();
+    let out = ok(&[
+        "contract",
+        "ijk,kj->ki",
+        &pa,
+        &pb,
+        "-o",
+        &pc,
+        "--alpha",
+        "1-2j",
+        "--beta",
+        "0.5j",
+        "--c",
+        &pc0,
+        "--check",
+    ]);
+    assert!(out.starts_with("check: ok ("), "{out}");
+    let (al, be) = (Complex64::new(1.0, -2.0), Complex64::new(0.0, 0.5));
+    let want = r.mapv(|x| x * al) + c0.mapv(|x| x * be);
+    assert_close(&read::<Complex64>(&pc), &want, 1e-12);
+
+    // A complex alpha makes real operands' result complex (numpy: f32 -> complex64).
+    let x = values::<f32>(&[3, 4], 10);
+    let y = values::<f32>(&[4], 11);
+    let (px, py) = (f.put("x.npy", &x), f.put("y.npy", &y));
+    ok(&["contract", "ij,j->i", &px, &py, "-o", &pc, "--alpha", "2j"]);
+    let got: ArrayD<Complex32> = read(&pc);
+    let r = ttgt::reference::einsum("ij,j->i", &[x.view(), y.view()]).unwrap();
+    let want = r.mapv(|v| Complex32::new(0.0, 2.0 * v));
+    assert_close(&got, &want, 1e-5);
+}
+
+#[test]
+fn mixed_dtypes_promote() {
+    let f = Files::new();
+    let a32 = values::<f32>(&[3, 4], 12);
+    let b64 = values::<f64>(&[4, 2], 13);
+    let pc = s(&f.path("c.npy"));
+    let (pa, pb) = (f.put("a.npy", &a32), f.put("b.npy", &b64));
+    ok(&["contract", "ij,jk->ik", &pa, &pb, "-o", &pc]);
+    let a64 = a32.mapv(f64::from);
+    let want = ttgt::reference::einsum("ij,jk->ik", &[a64.view(), b64.view()]).unwrap();
+    assert_close(&read::<f64>(&pc), &want, 1e-12);
+
+    // f64 with complex64 gives complex128.
+    let bz = values::<Complex32>(&[4, 2], 14);
+    let pbz = f.put("bz.npy", &bz);
+    let pa64 = f.put("a64.npy", &a64);
+    ok(&["contract", "ij,jk->ik", &pa64, &pbz, "-o", &pc]);
+    let wa = a64.mapv(|x| Complex64::new(x, 0.0));
+    let wb = bz.mapv(|z| Complex64::new(z.re.into(), z.im.into()));
+    let want = ttgt::reference::einsum("ij,jk->ik", &[wa.view(), wb.view()]).unwrap();
+    assert_close(&read::<Complex64>(&pc), &want, 1e-6);
+}
+
+#[test]
+fn unary_specs_and_printing() {
+    let f = Files::new();
+    let m = values::<f64>(&[4, 4], 15);
+    let pm = f.put("m.npy", &m);
+    let trace: f64 = (0..4).map(|i| m[[i, i]]).sum();
+    let out = ok(&["contract", "ii", &pm]);
+    let printed: f64 = out.trim().parse().expect("a number");
+    assert!((printed - trace).abs() < 1e-9, "{out}");
+
+    let pc = s(&f.path("d.npy"));
+    for spec in ["ii->i", "ij->ji", "ij->", "ij->j"] {
+        ok(&["contract", spec, &pm, "-o", &pc, "--check"]);
+        let want = ttgt::reference::einsum(spec, &[m.view()]).unwrap();
+        assert_close(&read::<f64>(&pc), &want, 1e-12);
+    }
+    let pmf = f.put("mf.npy", &fortran(&m));
+    ok(&["contract", "ij->ji", &pmf, "-o", &pc]);
+    assert_close(&read::<f64>(&pc), &m.t().to_owned(), 0.0);
+}
+
+#[test]
+fn three_operands_and_broadcasting() {
+    let f = Files::new();
+    let a = values::<f64>(&[2, 3], 16);
+    let b = values::<f64>(&[3, 4], 17);
+    let c = values::<f64>(&[4, 2], 18);
+    let c0 = values::<f64>(&[2, 2], 19);
+    let ps = [f.put("a.npy", &a), f.put("b.npy", &b), f.put("c.npy", &c)];
+    let pc0 = f.put("c0.npy", &c0);
+    let po = s(&f.path("o.npy"));
+    ok(&[
+        "contract",
+        "ij,jk,kl->il",
+        &ps[0],
+        &ps[1],
+        &ps[2],
+        "-o",
+        &po,
+        "--alpha",
+        "3",
+        "--beta",
+        "-1",
+        "--c",
+        &pc0,
+        "--check",
+    ]);
+    let r = ttgt::reference::einsum("ij,jk,kl->il", &[a.view(), b.view(), c.view()]).unwrap();
+    assert_close(&read::<f64>(&po), &(&r * 3.0 - &c0), 1e-12);
+
+    let x = values::<f64>(&[5, 1, 2, 3], 20);
+    let y = values::<f64>(&[4, 3, 2], 21);
+    let (px, py) = (f.put("x.npy", &x), f.put("y.npy", &y));
+    ok(&["contract", "...ij,...jk", &px, &py, "-o", &po, "--check"]);
+    let want = ttgt::reference::einsum("...ij,...jk", &[x.view(), y.view()]).unwrap();
+    assert_eq!(want.shape(), &[5, 4, 2, 2]);
+    assert_close(&read::<f64>(&po), &want, 1e-12);
+}
+
+#[test]
+fn zero_extents() {
+    let f = Files::new();
+    let a = ArrayD::<f64>::zeros(IxDyn(&[2, 0]));
+    let b = ArrayD::<f64>::zeros(IxDyn(&[0, 3]));
+    let c0 = values::<f64>(&[2, 3], 22);
+    let (pa, pb, pc0) = (f.put("a.npy", &a), f.put("b.npy", &b), f.put("c0.npy", &c0));
+    let pc = s(&f.path("c.npy"));
+    ok(&[
+        "contract",
+        "ij,jk->ik",
+        &pa,
+        &pb,
+        "-o",
+        &pc,
+        "--c",
+        &pc0,
+        "--beta",
+        "2",
+        "--check",
+    ]);
+    assert_close(&read::<f64>(&pc), &(&c0 * 2.0), 0.0);
+    ok(&["contract", "ji,jk->ik", &pb, &pb, "-o", &pc]);
+    assert_eq!(read::<f64>(&pc).shape(), &[3, 3]);
+}
+
+fn json_line(out: &str) -> serde_json::Value {
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1, "one JSON object per line: {out}");
+    serde_json::from_str(lines[0]).expect("valid JSON")
+}
+
+#[test]
+fn random_mode_json() {
+    let out = ok(&[
+        "contract",
+        "abc,cd->abd",
+        "--sizes",
+        "a=5,b=6,c=7,d=8",
+        "--check",
+        "--json",
+        "--repeat",
+        "2",
+        "--seed",
+        "7",
+    ]);
+    let v = json_line(&out);
+    assert_eq!(v["spec"], "abc,cd->abd");
+    assert_eq!(v["dtype"], "f64");
+    assert_eq!(v["repeat"], 2);
+    assert_eq!(v["check"], "ok");
+    assert_eq!(v["check_elements"], 5 * 6 * 8);
+    assert!(v["check_max_rel_err"].as_f64().unwrap() <= 1e-10);
+    assert_eq!(v["flops"].as_f64(), Some(2.0 * 5.0 * 6.0 * 7.0 * 8.0));
+    let sizes = v["sizes"].as_object().unwrap();
+    assert_eq!(sizes.len(), 4);
+    assert_eq!(sizes["a"], 5);
+    assert_eq!(sizes["d"], 8);
+    let seconds = v["seconds"].as_f64().unwrap();
+    assert!(seconds > 0.0);
+    assert!(v["gflops"].as_f64().unwrap() > 0.0);
+    let mut steps = 0.0;
+    for key in [
+        "prepare_seconds",
+        "pack_a_seconds",
+        "pack_b_seconds",
+        "gemm_seconds",
+        "write_c_seconds",
+    ] {
+        let t = v[key].as_f64().unwrap_or_else(|| panic!("{key} in {v}"));
+        assert!(t >= 0.0);
+        steps += t;
+    }
+    assert!(steps <= seconds * 1.0001 + 1e-9);
+    let transpose = v["pack_a_seconds"].as_f64().unwrap()
+        + v["pack_b_seconds"].as_f64().unwrap()
+        + v["write_c_seconds"].as_f64().unwrap();
+    assert!((v["transpose_seconds"].as_f64().unwrap() - transpose).abs() < 1e-9);
+    assert!(v["explain"].is_null());
+
+    // No --check: "check" is null; --explain goes into the JSON object.
+    let v = json_line(&ok(&[
+        "contract",
+        "ij,jk",
+        "--sizes",
+        "i=3,j=4,k=5",
+        "--json",
+        "--dtype",
+        "c32",
+        "--explain",
+        "--threads",
+        "1",
+    ]));
+    assert!(v["check"].is_null());
+    assert_eq!(v["dtype"], "c32");
+    assert_eq!(v["repeat"], 5);
+    assert_eq!(v["threads"], 1);
+    assert!(v["explain"].as_str().unwrap().contains("GEMM"));
+}
+
+#[test]
+fn random_mode_all_dtypes_check() {
+    for dtype in ["f32", "f64", "c32", "c64"] {
+        for (spec, sizes) in [
+            ("abcd,dbef->acef", "a=3,b=4,c=5,d=2,e=3,f=4"),
+            ("bij,bjk->bik", "b=3,i=4,j=5,k=6"),
+            ("ii->i", "i=7"),
+            ("ij,j->", "i=4,j=9"),
+            ("i,j->ij", "i=3,j=4"),
+            ("ij,jk->ik", "i=0,j=3,k=2"),
+        ] {
+            let out = ok(&[
+                "contract", spec, "--sizes", sizes, "--dtype", dtype, "--check", "--repeat", "1",
+            ]);
+            assert!(out.contains("GFLOP/s"), "{out}");
+            assert!(out.contains("GEMM"), "{out}");
+            assert!(out.lines().any(|l| l.starts_with("check: ok (")), "{out}");
+        }
+    }
+}
+
+#[test]
+fn random_mode_human_explain_and_seed() {
+    let run = |seed: &str| {
+        ok(&[
+            "contract",
+            "ij,jk->ik",
+            "--sizes",
+            "i=4,j=4,k=4",
+            "--json",
+            "--check",
+            "--seed",
+            seed,
+        ])
+    };
+    // The check's error depends on the operands only: same seed, same values.
+    assert_eq!(
+        json_line(&run("3"))["check_max_rel_err"],
+        json_line(&run("3"))["check_max_rel_err"]
+    );
+    let out = ok(&[
+        "contract",
+        "abc,bd->acd",
+        "--sizes",
+        "a=4,b=5,c=6,d=3",
+        "--explain",
+    ]);
+    assert!(out.starts_with("plan for"), "{out}");
+    assert!(out.contains("best of 5"), "{out}");
+    assert!(out.contains("pack A") && out.contains("write C"), "{out}");
+}
+
+/// Bad inputs: status 2, nothing on stdout, one stderr line naming the problem.
+#[test]
+fn bad_inputs() {
+    let f = Files::new();
+    let a = f.put("a.npy", &values::<f64>(&[3, 4], 23));
+    let b = f.put("b.npy", &values::<f64>(&[5, 6], 24));
+    let v = f.put("v.npy", &values::<f64>(&[4], 25));
+    let c_bad = f.put("c_bad.npy", &values::<f64>(&[4, 3], 26));
+    let ints = f.put("ints.npy", &ArrayD::<i64>::zeros(IxDyn(&[3, 4])));
+    let junk = s(&f.path("junk.npy"));
+    std::fs::write(&junk, b"not an npy file at all").unwrap();
+    let truncated = s(&f.path("trunc.npy"));
+    let bytes = std::fs::read(&a).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() - 8]).unwrap();
+    let missing = s(&f.path("missing.npy"));
+    let out = s(&f.path("out.npy"));
+    let no_dir = s(&f.path("no/such/dir/out.npy"));
+
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (vec!["ij,j$k", &a, &b], vec!["'$'", "position 4"]),
+        (vec!["ij,jk->ii", &a, &b], vec!["twice"]),
+        (vec!["ij->k", &a], vec!["'k'", "no input"]),
+        (vec!["ij-k", &a], vec!["position"]),
+        (vec!["ij,jk", "--sizes", "i=2,j=3"], vec!["'k'", "k=N"]),
+        (
+            vec!["ij,jk->ik", &a, &b],
+            vec!["'j'", "operand 0", "operand 1", "a.npy", "b.npy"],
+        ),
+        (vec!["ij,jk->ik", &a], vec!["2 input operand", "1 file"]),
+        (vec!["ij->i", &a, &b], vec!["1 input operand", "2 file"]),
+        (vec!["ijk,kl", &a, &b], vec!["rank"]),
+        (
+            vec!["ij,jk", &a, &missing],
+            vec!["cannot read", "missing.npy"],
+        ),
+        (
+            vec!["ij,jk", "--sizes", "i=2,j=2,k=2", "--dtype", "i8"],
+            vec!["unknown dtype", "i8"],
+        ),
+        (
+            vec!["ij,j->i", &a, &v, "--c", &c_bad],
+            vec!["--c", "[4, 3]", "[3]"],
+        ),
+        (
+            vec!["ij->ij", &a, "--c", &c_bad, "-o", &out, "--beta", "0"],
+            vec!["--c", "shape"],
+        ),
+        (vec!["ij->ji", &ints], vec!["element type", "ints.npy"]),
+        (vec!["ij->ji", &junk], vec!["not a valid .npy"]),
+        (vec!["ij->ji", &truncated], vec!["truncated"]),
+        (vec!["ij->ji", &a, "-o", &no_dir], vec!["cannot write"]),
+        (vec!["...ij,jk", "--sizes", "i=2,j=2,k=2"], vec!["'...'"]),
+        (
+            vec!["ij,jk", &a, "--sizes", "i=2,j=2,k=2"],
+            vec!["--sizes", "input files"],
+        ),
+        (vec!["ij,jk", &a, &v, "--json"], vec!["--json", "--sizes"]),
+        (
+            vec!["ij,jk", "--sizes", "i=2,j=2,k=2", "--alpha", "2"],
+            vec!["--alpha"],
+        ),
+        (
+            vec!["ij,jk", "--sizes", "i=2,j2,k=2"],
+            vec!["--sizes", "j2"],
+        ),
+        (vec!["ij,jk", "--sizes", "i=2,j=2,k=2,z=3"], vec!["'z'"]),
+        (
+            vec!["ij,jk", "--sizes", "i=2,j=2,k=2", "--repeat", "0"],
+            vec!["--repeat"],
+        ),
+        (
+            vec!["ij,jk", "--sizes", "i=2,j=2,k=2", "--threads", "0"],
+            vec!["--threads"],
+        ),
+        (
+            vec!["ij,jk,kl", "--sizes", "i=2,j=2,k=2,l=2"],
+            vec!["random mode", "3"],
+        ),
+        (vec!["ij", &a, "--alpha", "1+"], vec!["--alpha", "1+"]),
+        (vec!["ij", &a, "--beta", "x"], vec!["--beta"]),
+        (vec!["ij,jk"], vec!["no operands"]),
+    ];
+    for (args, words) in cases {
+        let mut full = vec!["contract"];
+        full.extend(&args);
+        let o = ttgt(&full);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(stdout(&o), "", "{args:?}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {err}");
+        assert!(lines[0].starts_with("ttgt: error: "), "{args:?}: {err}");
+        for w in words {
+            assert!(lines[0].contains(w), "{args:?}: {err} lacks {w:?}");
+        }
+    }
+}
+
+#[test]
+fn usage_errors_and_help() {
+    let o = ttgt(&["contract"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = ttgt(&["frobnicate"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = ttgt(&["contract", "ij", "--repeat", "many"]);
+    assert_eq!(o.status.code(), Some(2));
+
+    let top = ok(&["--help"]);
+    assert!(
+        top.contains("contract") && top.contains("Examples"),
+        "{top}"
+    );
+    let help = ok(&["contract", "--help"]);
+    for w in [
+        "--sizes",
+        "--dtype",
+        "--repeat",
+        "--check",
+        "--json",
+        "--explain",
+        "--seed",
+        "--alpha",
+        "--beta",
+        "--c",
+        "--output",
+        "--threads",
+        "1+2j",
+        "Fortran",
+        "Random mode",
+        "File mode",
+    ] {
+        assert!(help.contains(w), "contract --help lacks {w}");
+    }
+}

@@ -4,7 +4,7 @@
 //! Run: `cargo bench --bench contract`
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ndarray::{Array2, ArrayD};
+use ndarray::{Array2, ArrayD, Dimension};
 
 fn filled(shape: &[usize]) -> ArrayD<f64> {
     ArrayD::from_shape_fn(shape.to_vec(), |i| {

@@ -5,4 +5,4 @@ mod cases;
 mod transpose;
 
 pub use cases::{all_perms, parse_ttc, TransposeCase, TTC_TSV};
-pub use transpose::{bench_transpose, copy_seconds, TransposeBenchOptions, TransposeResult};
+pub use transpose::{bench_transpose, TransposeBenchOptions, TransposeResult};

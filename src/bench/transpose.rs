@@ -7,8 +7,9 @@ use rayon::prelude::*;
 
 use super::cases::TransposeCase;
 use crate::error::Result;
+use crate::model::copy_seconds;
 use crate::tensor::{zeroed, DType, Element, Layout, StridedView, StridedViewMut};
-use crate::transpose::{on_threads, TransposeOptions, TransposePlan, Tuning};
+use crate::transpose::{TransposeOptions, TransposePlan, Tuning};
 
 /// Options of a transposition bench run.
 #[derive(Clone, Debug)]
@@ -52,30 +53,6 @@ pub struct TransposeResult {
     pub plan: String,
     /// Rank after fusion.
     pub fused_rank: usize,
-}
-
-/// Best time of `repeat` copies of `bytes` bytes split across `threads` threads.
-pub fn copy_seconds(bytes: usize, threads: usize, repeat: usize) -> Result<f64> {
-    let n = bytes / 8;
-    let src = zeroed::<f64>(n, "copy source")?;
-    let mut dst = zeroed::<f64>(n, "copy destination")?;
-    let chunk = n.div_ceil(threads.max(1)).max(1);
-    let mut best = f64::INFINITY;
-    for _ in 0..repeat.max(1) {
-        let t = Instant::now();
-        if threads <= 1 {
-            dst.copy_from_slice(&src);
-        } else {
-            on_threads(threads, || {
-                dst.par_chunks_mut(chunk)
-                    .zip(src.par_chunks(chunk))
-                    .for_each(|(d, s)| d.copy_from_slice(s));
-            });
-        }
-        best = best.min(t.elapsed().as_secs_f64());
-        std::hint::black_box(&mut dst);
-    }
-    Ok(best)
 }
 
 fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<TransposeResult> {

@@ -113,6 +113,8 @@ pub struct TransposePlan {
     isa: Isa,
     threads: usize,
     tasks: usize,
+    /// For short rows: a loop folded into each unit (several rows per kernel call).
+    row_batch: Option<Dim>,
 }
 
 /// Rank of each dim when sorted by increasing |stride| (ties by position).
@@ -222,6 +224,7 @@ impl TransposePlan {
             isa,
             threads,
             tasks: 1,
+            row_batch: None,
         };
         plan.build(0.5, options.block, false);
         Ok(plan)
@@ -299,6 +302,14 @@ impl TransposePlan {
         }
         // Outer loops: largest key outermost.
         outer.sort_by(|&x, &y| keys[y].total_cmp(&keys[x]).then(x.cmp(&y)));
+        // Short rows: fold the innermost outer loop into each unit to amortize the loop
+        // overhead over several rows.
+        self.row_batch = None;
+        if let KernelKind::Rows { n } = self.kernel {
+            if n * self.dtype.size_bytes() < 8192 && n <= self.block {
+                self.row_batch = outer.pop().map(|k| dims[k]);
+            }
+        }
         self.loops = outer
             .iter()
             .map(|&k| Loop {
@@ -363,7 +374,10 @@ impl TransposePlan {
     /// A one-line description (kernel, loop order, block, threads).
     pub fn describe(&self) -> String {
         let kernel = match self.kernel {
-            KernelKind::Rows { n } => format!("rows of {n}"),
+            KernelKind::Rows { n } => match self.row_batch {
+                Some(d) => format!("rows of {n}, {} per unit", d.n),
+                None => format!("rows of {n}"),
+            },
             KernelKind::Tile { i, j, simd } => format!(
                 "tile {}x{} ({}, block {})",
                 i.n,
@@ -486,7 +500,14 @@ impl TransposePlan {
             match self.kernel {
                 KernelKind::Rows { n } => {
                     let len = pc.map_or(n, |c| b.min(n - idx[c] * b));
-                    kernel::row(a0, b0, len, sc);
+                    match self.row_batch {
+                        Some(d) => {
+                            for r in 0..d.n as isize {
+                                kernel::row(a0.offset(r * d.sa), b0.offset(r * d.sb), len, sc);
+                            }
+                        }
+                        None => kernel::row(a0, b0, len, sc),
+                    }
                 }
                 KernelKind::Tile { i, j, .. } => {
                     let ni = pi.map_or(1, |k| b.min(i.n - idx[k] * b));

@@ -4,10 +4,12 @@
 //! Run: `cargo bench --bench contract`
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use ndarray::{Array2, ArrayD};
+use ndarray::{Array2, ArrayD, Dimension};
 
 fn filled(shape: &[usize]) -> ArrayD<f64> {
-    ArrayD::from_shape_fn(shape.to_vec(), |i| (i.slice().iter().sum::<usize>() % 7) as f64 - 3.0)
+    ArrayD::from_shape_fn(shape.to_vec(), |i| {
+        (i.slice().iter().sum::<usize>() % 7) as f64 - 3.0
+    })
 }
 
 fn bench(c: &mut Criterion) {
@@ -26,11 +28,15 @@ fn bench(c: &mut Criterion) {
             .expect("valid bench spec");
         let (l, m, n, k) = plan.gemm_shape();
         g.throughput(Throughput::Elements(plan.flops(ttgt::DType::F64) as u64));
-        g.bench_function(spec, |bch| bch.iter(|| ttgt::contract(spec, &a, &b).expect("contract")));
+        g.bench_function(spec, |bch| {
+            bch.iter(|| ttgt::contract(spec, &a, &b).expect("contract"))
+        });
         // The same-size plain GEMM (l batches of m×k · k×n) as the in-run reference.
         let ga = Array2::<f64>::ones((m * l, k));
         let gb = Array2::<f64>::ones((k, n));
-        g.bench_function(format!("{spec} gemm-reference {}x{m}x{n}x{k}", l), |bch| bch.iter(|| ga.dot(&gb)));
+        g.bench_function(format!("{spec} gemm-reference {}x{m}x{n}x{k}", l), |bch| {
+            bch.iter(|| ga.dot(&gb))
+        });
     }
     g.finish();
 }

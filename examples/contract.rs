@@ -32,11 +32,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // The same through a plan, executed a few times, with the step breakdown.
     let mut c2 = ArrayD::<f64>::zeros(c.shape());
-    let plan = ContractionPlan::new(spec, &[Layout::of(&a), Layout::of(&b)], &Layout::of(&c2), ttgt::DType::F64)?;
+    let plan = ContractionPlan::new(
+        spec,
+        &[Layout::of(&a), Layout::of(&b)],
+        &Layout::of(&c2),
+        ttgt::DType::F64,
+    )?;
     let mut best = None;
     for _ in 0..3 {
         let mut cv = StridedViewMut::of(&mut c2)?;
-        let times = plan.execute(1.0, &[StridedView::of(&a), StridedView::of(&b)], 0.0, &mut cv)?;
+        let times = plan.execute(
+            1.0,
+            &[StridedView::of(&a), StridedView::of(&b)],
+            0.0,
+            &mut cv,
+        )?;
         if best.is_none_or(|b: ttgt::StepTimes| times.total() < b.total()) {
             best = Some(times);
         }
@@ -45,8 +55,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let gflop = plan.flops() / 1e9;
     let secs = best.total().as_secs_f64();
     println!("{spec}  extents {e}  f64  {gflop:.2} GFLOP");
-    println!("contract():       {:.4} s  ({:.1} GFLOP/s, first call)", first, gflop / first);
-    println!("plan.execute():   {:.4} s  ({:.1} GFLOP/s, best of 3)", secs, gflop / secs);
+    println!(
+        "contract():       {:.4} s  ({:.1} GFLOP/s, first call)",
+        first,
+        gflop / first
+    );
+    println!(
+        "plan.execute():   {:.4} s  ({:.1} GFLOP/s, best of 3)",
+        secs,
+        gflop / secs
+    );
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     println!(
         "  prepare {:.2} ms | pack A {:.2} ms | pack B {:.2} ms | GEMM {:.2} ms | write C {:.2} ms",

@@ -24,8 +24,10 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod bench;
 pub mod einsum;
 mod error;
+pub mod model;
 pub mod plan;
 pub mod reference;
 pub mod tensor;
@@ -44,7 +46,7 @@ use tensor::{check_permutation, spans_overlap, StridedView, StridedViewMut};
 /// An output array of `shape` (zeros), or an allocation error.
 fn new_output<T: Element>(shape: &[usize]) -> Result<ArrayD<T>> {
     let n = Layout::row_major(shape)?.len();
-    let data = backend::cpu::zeroed::<T>(n, "the result")?;
+    let data = tensor::zeroed::<T>(n, "the result")?;
     ArrayD::from_shape_vec(IxDyn(shape), data).map_err(|e| Error::Layout(e.to_string()))
 }
 
@@ -100,7 +102,7 @@ where
 /// use ndarray::{s, Array2};
 /// let a = Array2::<f64>::ones((3, 4));
 /// let b = Array2::<f64>::ones((4, 5));
-/// let mut big = Array2::<f64>::from_elem((10, 6), f64::NAN);
+/// let mut big = Array2::<f64>::from_elem((6, 6), f64::NAN);
 /// let mut c = big.slice_mut(s![..;2, 1..]); // a non-contiguous output
 /// ttgt::contract_into("ij,jk->ik", 2.0, &a, &b, 0.0, &mut c).unwrap();
 /// assert!(c.iter().all(|&x| x == 8.0));
@@ -251,8 +253,13 @@ where
         });
     }
     check_no_overlap(&[(a.as_ptr(), la)], b)?;
-    let src = StridedView::of(a).permuted(perm)?;
-    transpose::scale_copy(alpha, &src, beta, &mut StridedViewMut::of(b)?)
+    transpose::transpose(
+        perm,
+        alpha,
+        &StridedView::of(a),
+        beta,
+        &mut StridedViewMut::of(b)?,
+    )
 }
 
 /// einsum with any number of operands. One and two operands run through the planner; more

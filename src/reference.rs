@@ -75,7 +75,7 @@ pub fn element<T: Element>(bound: &BoundSpec, ops: &[StridedView<'_, T>], out_id
         for (op, positions) in ops.iter().zip(&op_pos) {
             idx.clear();
             idx.extend(positions.iter().map(|&p| value[p]));
-            prod = prod * op.get(&idx);
+            prod *= op.get(&idx);
         }
         acc += prod;
     });

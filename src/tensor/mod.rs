@@ -2,10 +2,13 @@
 //! memory descriptions ([`Layout`]) and borrowed strided views ([`StridedView`],
 //! [`StridedViewMut`]).
 
+mod alloc;
 mod element;
 mod layout;
 mod view;
 
+pub(crate) use alloc::zeroed;
+pub use alloc::{advise_huge, huge_page_mode};
 pub use element::{DType, Element};
 pub(crate) use layout::spans_overlap;
 pub use layout::{check_permutation, Layout};

@@ -1,9 +1,22 @@
-//! Tensor transposition `B = alpha * perm(A) + beta * B` on strided views.
+//! Tensor transposition `B = alpha * perm(A) + beta * B` on strided views, HPTT's design:
+//! [`Normalized`] drops size-1 dimensions and fuses dimensions contiguous in both tensors;
+//! [`TransposePlan`] puts loops (ordered by HPTT's heuristic) around a macro-kernel —
+//! contiguous rows when A and B share their stride-1 dimension, else 2-D macro-tiles over both
+//! stride-1 dimensions made of in-register SIMD micro-tiles ([`Isa`]) — and splits the loop
+//! nest across rayon threads. [`transpose`] plans through a bounded cache.
 //!
-//! The kernels in [`strided`](self) walk any pair of layouts with equal extents; permuting is
-//! a matter of permuting the source view's axes first.
+//! `perm[i] = j` means axis `i` of B is axis `j` of A (numpy's `transpose(axes)`).
 
+mod cache;
+mod kernel;
+mod plan;
+mod problem;
 mod strided;
 
+pub use cache::{cached_plan, transpose, PLAN_CACHE_CAPACITY};
+pub use kernel::Isa;
+pub(crate) use plan::on_threads;
+pub use plan::{KernelKind, TransposeOptions, TransposePlan, Tuning};
+pub use problem::{Dim, Normalized};
 pub(crate) use strided::accumulate;
 pub use strided::{scale, scale_copy};

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use super::gemm::{gemm, Mat, MatMut};
 use crate::error::{Error, Result};
 use crate::plan::{group, packed_layout, ContractionPlan, OperandPrep};
-use crate::tensor::{spans_overlap, Element, Layout, StridedView, StridedViewMut};
-use crate::transpose::{accumulate, scale_copy};
+use crate::tensor::{spans_overlap, zeroed, Element, Layout, StridedView, StridedViewMut};
+use crate::transpose::{accumulate, transpose};
 
 /// Wall time of each step of one execution of a plan.
 ///
@@ -41,15 +41,9 @@ impl StepTimes {
     }
 }
 
-/// A zero-filled buffer, or an allocation error instead of an abort.
-pub(crate) fn zeroed<T: Element>(n: usize, what: &str) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| Error::Allocation {
-        bytes: n.saturating_mul(std::mem::size_of::<T>()),
-        what: what.to_string(),
-    })?;
-    v.resize(n, T::zero());
-    Ok(v)
+/// `[0, 1, ..., n-1]`.
+fn identity(n: usize) -> Vec<usize> {
+    (0..n).collect()
 }
 
 /// Applies the diagonal and the one-sided sum of `p` to `v`, reducing into `buf`.
@@ -86,7 +80,13 @@ fn pack<'a, T: Element>(
     *buf = zeroed(v.layout().len(), "a packed operand")?;
     {
         let mut dst = StridedViewMut::from_slice(buf, layout.clone(), 0)?;
-        scale_copy(T::one(), v, T::zero(), &mut dst)?;
+        transpose(
+            &identity(v.layout().ndim()),
+            T::one(),
+            v,
+            T::zero(),
+            &mut dst,
+        )?;
     }
     let buf: &'a [T] = buf;
     StridedView::from_slice(buf, layout, 0)
@@ -147,7 +147,7 @@ impl ContractionPlan {
                 .iter()
                 .map(|l| kept.iter().position(|x| x == l).unwrap_or(0))
                 .collect();
-            scale_copy(alpha, &views[0].permuted(&perm)?, beta, c)?;
+            transpose(&perm, alpha, &views[0], beta, c)?;
             times.write_c = t.elapsed();
             return Ok(times);
         }
@@ -230,7 +230,7 @@ impl ContractionPlan {
         if !self.c_direct {
             let t = Instant::now();
             let tv = StridedView::from_slice(&tmp, c_layout, 0)?;
-            scale_copy(alpha, &tv, beta, c)?;
+            transpose(&identity(out.len()), alpha, &tv, beta, c)?;
             times.write_c = t.elapsed();
         }
         Ok(times)

@@ -32,6 +32,7 @@ pub(crate) struct MatMut<T> {
 /// element (`ptr + i*rs + l*cs` etc.), C's elements are distinct (no zero or overlapping
 /// strides), C is not read or written by anything else during the call and overlaps neither
 /// A nor B.
+#[allow(clippy::too_many_arguments)] // the BLAS signature: shape, scalars and three operands
 pub(crate) unsafe fn gemm<T: Element>(
     m: usize,
     n: usize,

@@ -4,5 +4,4 @@
 mod execute;
 mod gemm;
 
-pub(crate) use execute::zeroed;
 pub use execute::StepTimes;

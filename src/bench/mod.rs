@@ -1,0 +1,8 @@
+//! Benchmark drivers behind `ttgt bench`: each measurement is reported beside a reference
+//! measured in the same run (a memory copy of the same bytes at the same thread count).
+
+mod cases;
+mod transpose;
+
+pub use cases::{all_perms, parse_ttc, TransposeCase, TTC_TSV};
+pub use transpose::{bench_transpose, TransposeBenchOptions, TransposeResult};

@@ -1,0 +1,122 @@
+//! `ttgt bench transpose`: one case's transposition time and bandwidth beside a plain copy of
+//! the same bytes (`copy_from_slice`, the platform's memcpy) at the same thread count.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::cases::TransposeCase;
+use crate::error::Result;
+use crate::model::copy_seconds;
+use crate::tensor::{zeroed, DType, Element, Layout, StridedView, StridedViewMut};
+use crate::transpose::{TransposeOptions, TransposePlan, Tuning};
+
+/// Options of a transposition bench run.
+#[derive(Clone, Debug)]
+pub struct TransposeBenchOptions {
+    /// Element type.
+    pub dtype: DType,
+    /// Threads (both for the transposition and the copy reference).
+    pub threads: usize,
+    /// Timed executions per case (the best is reported).
+    pub repeat: usize,
+    /// `beta` (0: B overwritten, 2× size moved; else 3× size).
+    pub beta: f64,
+    /// Plan choice.
+    pub tuning: Tuning,
+}
+
+/// One case's measurements.
+#[derive(Clone, Debug)]
+pub struct TransposeResult {
+    /// Case name.
+    pub case: String,
+    /// Permutation (row-major meaning).
+    pub perm: Vec<usize>,
+    /// Extents of A.
+    pub sizes: Vec<usize>,
+    /// Element type.
+    pub dtype: DType,
+    /// Best execution time (repeated use: plan made beforehand).
+    pub seconds: f64,
+    /// Time of plan creation plus one execution (single use).
+    pub single_use_seconds: f64,
+    /// Plan creation time.
+    pub plan_seconds: f64,
+    /// Bytes moved / `seconds`, in GB/s (1e9).
+    pub gbps: f64,
+    /// Bandwidth of a plain copy of the same bytes, same run, same threads.
+    pub copy_gbps: f64,
+    /// `gbps / copy_gbps`.
+    pub ratio: f64,
+    /// The plan's description.
+    pub plan: String,
+    /// Rank after fusion.
+    pub fused_rank: usize,
+}
+
+fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<TransposeResult> {
+    let la = Layout::row_major(&case.sizes)?;
+    let bdims: Vec<usize> = case.perm.iter().map(|&p| case.sizes[p]).collect();
+    let lb = Layout::row_major(&bdims)?;
+    let n = la.len();
+    let mut a = zeroed::<T>(n, "bench input")?;
+    a.par_iter_mut()
+        .enumerate()
+        .for_each(|(i, x)| *x = T::from_f64((i % 1013) as f64));
+    let mut b = zeroed::<T>(n, "bench output")?;
+    let opts = TransposeOptions {
+        threads: Some(o.threads),
+        tuning: o.tuning,
+        ..Default::default()
+    };
+    let (alpha, beta) = (T::one(), T::from_f64(o.beta));
+    let av = StridedView::from_slice(&a, la.clone(), 0)?;
+    let mut bv = StridedViewMut::from_slice(&mut b, lb.clone(), 0)?;
+    let t = Instant::now();
+    let plan = match o.tuning {
+        Tuning::Estimate => TransposePlan::new(&case.perm, &la, &lb, T::DTYPE, &opts)?,
+        Tuning::Measure { .. } => {
+            TransposePlan::measure(&case.perm, alpha, &av, beta, &mut bv, &opts)?
+        }
+    };
+    let plan_seconds = t.elapsed().as_secs_f64();
+    plan.execute(alpha, &av, beta, &mut bv)?;
+    let single_use_seconds = t.elapsed().as_secs_f64();
+    let mut best = f64::INFINITY;
+    for _ in 0..o.repeat.max(1) {
+        let t = Instant::now();
+        plan.execute(alpha, &av, beta, &mut bv)?;
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    let bytes = plan.bytes_moved(o.beta != 0.0);
+    // The copy reference moves the same bytes: read size, write size (and for beta != 0, one
+    // more read, approximated by a copy of 1.5x the size).
+    let copy = copy_seconds(bytes / 2, o.threads, o.repeat)?;
+    let gbps = bytes as f64 / best / 1e9;
+    let copy_gbps = bytes as f64 / copy / 1e9;
+    Ok(TransposeResult {
+        case: case.name.clone(),
+        perm: case.perm.clone(),
+        sizes: case.sizes.clone(),
+        dtype: T::DTYPE,
+        seconds: best,
+        single_use_seconds,
+        plan_seconds,
+        gbps,
+        copy_gbps,
+        ratio: gbps / copy_gbps,
+        plan: plan.describe(),
+        fused_rank: plan.normalized().dims().len(),
+    })
+}
+
+/// Runs one transposition case.
+pub fn bench_transpose(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<TransposeResult> {
+    match o.dtype {
+        DType::F32 => run::<f32>(case, o),
+        DType::F64 => run::<f64>(case, o),
+        DType::C32 => run::<num_complex::Complex32>(case, o),
+        DType::C64 => run::<num_complex::Complex64>(case, o),
+    }
+}

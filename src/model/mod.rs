@@ -1,0 +1,11 @@
+//! Cost models any caller can query: the predicted time of a transposition
+//! ([`transpose_seconds`], [`crate::transpose::TransposePlan::estimated_seconds`]) from a
+//! calibration [`Profile`] of this machine ([`calibrate`], stored by `ttgt calibrate`).
+
+mod calibrate;
+mod profile;
+mod transpose;
+
+pub use calibrate::{calibrate, copy_seconds, probe_copy};
+pub use profile::{machine_name, profile, set_profile, Profile, TransposeCoeffs};
+pub use transpose::{predict_transpose, transpose_seconds};

@@ -1,0 +1,207 @@
+//! Calibration numbers for one machine: memory-copy bandwidth per thread count and the
+//! transposition efficiency factors, stored as JSON in the user's cache directory
+//! (`ttgt calibrate` re-creates it) or measured by a quick built-in probe when no file exists.
+
+use std::path::PathBuf;
+use std::sync::{OnceLock, RwLock};
+
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+
+/// Efficiency of each transposition macro-kernel class relative to a plain copy
+/// (bandwidth ratio at perfect cache-line use).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TransposeCoeffs {
+    /// Contiguous rows (A and B share their stride-1 dimension).
+    pub rows: f64,
+    /// SIMD 2-D tiles.
+    pub tile: f64,
+    /// Scalar tiles (non-unit strides, complex scalars, no SIMD).
+    pub scalar: f64,
+    /// Fixed cost of one execution, seconds (planning excluded).
+    pub overhead: f64,
+}
+
+impl Default for TransposeCoeffs {
+    fn default() -> Self {
+        TransposeCoeffs {
+            rows: 0.9,
+            tile: 0.7,
+            scalar: 0.25,
+            overhead: 2e-6,
+        }
+    }
+}
+
+/// Calibration of one machine.
+///
+/// ```
+/// let p = ttgt::model::Profile::from_json(&ttgt::model::Profile::builtin(vec![20.0, 32.0]).to_json()).unwrap();
+/// assert_eq!(p.copy_gbps(2), 32.0);
+/// assert_eq!(p.copy_gbps(8), 32.0); // beyond the measured range: the last value
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Profile {
+    /// Where it was measured (CPU model and core count).
+    pub machine: String,
+    /// Unix time of the measurement.
+    pub created: u64,
+    /// Whether it comes from `ttgt calibrate` (`false`: the quick probe and default factors).
+    pub calibrated: bool,
+    /// Copy bandwidth (bytes read + written per second / 1e9) for 1, 2, ... threads.
+    pub copy: Vec<f64>,
+    /// Transposition efficiency factors.
+    pub transpose: TransposeCoeffs,
+}
+
+impl Profile {
+    /// A profile from measured copy bandwidths and default efficiency factors.
+    pub fn builtin(copy: Vec<f64>) -> Profile {
+        Profile {
+            machine: machine_name(),
+            created: now(),
+            calibrated: false,
+            copy,
+            transpose: TransposeCoeffs::default(),
+        }
+    }
+
+    /// Copy bandwidth at `threads` threads, GB/s.
+    pub fn copy_gbps(&self, threads: usize) -> f64 {
+        let k = threads.max(1) - 1;
+        self.copy
+            .get(k)
+            .or(self.copy.last())
+            .copied()
+            .unwrap_or(10.0)
+    }
+
+    /// The JSON form stored on disk.
+    pub fn to_json(&self) -> String {
+        let t = &self.transpose;
+        let v = json!({
+            "version": 1,
+            "machine": self.machine,
+            "created": self.created,
+            "calibrated": self.calibrated,
+            "copy_gbps": self.copy,
+            "transpose": { "rows": t.rows, "tile": t.tile, "scalar": t.scalar, "overhead": t.overhead },
+        });
+        serde_json::to_string_pretty(&v).unwrap_or_default()
+    }
+
+    /// Reads the JSON form.
+    pub fn from_json(text: &str) -> Result<Profile> {
+        let bad = |what: &str| Error::Unsupported(format!("calibration profile: {what}"));
+        let v: Value = serde_json::from_str(text).map_err(|e| bad(&e.to_string()))?;
+        let num = |x: &Value, k: &str| {
+            x.get(k)
+                .and_then(Value::as_f64)
+                .ok_or_else(|| bad(&format!("missing {k}")))
+        };
+        let t = v.get("transpose").ok_or_else(|| bad("missing transpose"))?;
+        let copy: Vec<f64> = v
+            .get("copy_gbps")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("missing copy_gbps"))?
+            .iter()
+            .filter_map(Value::as_f64)
+            .collect();
+        if copy.is_empty() || copy.iter().any(|c| c.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)) {
+            return Err(bad("copy_gbps must be positive numbers"));
+        }
+        Ok(Profile {
+            machine: v
+                .get("machine")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            created: v.get("created").and_then(Value::as_u64).unwrap_or(0),
+            calibrated: v
+                .get("calibrated")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            copy,
+            transpose: TransposeCoeffs {
+                rows: num(t, "rows")?,
+                tile: num(t, "tile")?,
+                scalar: num(t, "scalar")?,
+                overhead: num(t, "overhead")?,
+            },
+        })
+    }
+
+    /// Where the profile is stored: `$TTGT_PROFILE`, else `$XDG_CACHE_HOME/ttgt/profile.json`,
+    /// else `$HOME/.cache/ttgt/profile.json`.
+    pub fn path() -> Option<PathBuf> {
+        if let Some(p) = std::env::var_os("TTGT_PROFILE") {
+            return Some(PathBuf::from(p));
+        }
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+        Some(base.join("ttgt").join("profile.json"))
+    }
+
+    /// Writes the profile to [`Profile::path`].
+    pub fn save(&self) -> Result<PathBuf> {
+        let path = Profile::path()
+            .ok_or_else(|| Error::Unsupported("no cache directory (set TTGT_PROFILE)".into()))?;
+        let io = |e: std::io::Error| Error::Unsupported(format!("writing {}: {e}", path.display()));
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        std::fs::write(&path, self.to_json()).map_err(io)?;
+        Ok(path)
+    }
+
+    /// Loads the stored profile, if there is a valid one.
+    pub fn load() -> Option<Profile> {
+        let text = std::fs::read_to_string(Profile::path()?).ok()?;
+        Profile::from_json(&text).ok()
+    }
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// CPU model and logical core count, as far as the OS tells.
+pub fn machine_name() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("{model} ({cores} cores)")
+}
+
+fn current() -> &'static RwLock<Option<Profile>> {
+    static P: OnceLock<RwLock<Option<Profile>>> = OnceLock::new();
+    P.get_or_init(|| RwLock::new(None))
+}
+
+/// The profile the models use: the one set by [`set_profile`], else the stored one, else a
+/// quick probe of copy bandwidth (about 0.1 s, once per process) with default factors.
+pub fn profile() -> Profile {
+    if let Some(p) = current().read().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        return p.clone();
+    }
+    let p =
+        Profile::load().unwrap_or_else(|| Profile::builtin(super::calibrate::probe_copy(16 << 20)));
+    *current().write().unwrap_or_else(|p| p.into_inner()) = Some(p.clone());
+    p
+}
+
+/// Makes `p` the profile of this process (e.g. right after calibrating).
+pub fn set_profile(p: Profile) {
+    *current().write().unwrap_or_else(|p| p.into_inner()) = Some(p);
+}

@@ -1,0 +1,124 @@
+//! The transposition cost model: predicted seconds of a [`TransposePlan`] from the machine's
+//! copy bandwidth at the plan's thread count and a per-kernel efficiency, discounted for
+//! partly used cache lines (short contiguous runs) and for the scalar remainder strips.
+
+use super::profile::{profile, Profile};
+use crate::error::Result;
+use crate::tensor::{DType, Layout};
+use crate::transpose::{KernelKind, TransposeOptions, TransposePlan};
+
+/// Fraction of the fetched bytes that a contiguous run of `bytes` bytes uses (unaligned runs
+/// touch about one extra partial line).
+fn line_use(bytes: f64) -> f64 {
+    bytes / (bytes + 48.0)
+}
+
+/// The features of a plan the model uses, with the coefficient-free cost (seconds at
+/// efficiency 1) split by kernel class: `(rows, tile, scalar)`.
+fn unit_costs(plan: &TransposePlan, beta_nonzero: bool, bw: f64) -> (f64, f64, f64) {
+    let bytes = plan.bytes_moved(beta_nonzero) as f64;
+    let es = plan.dtype().size_bytes() as f64;
+    let base = bytes / bw;
+    match plan.kernel() {
+        KernelKind::Rows { n } => (base / line_use(n as f64 * es).max(1e-3), 0.0, 0.0),
+        KernelKind::Tile { i, j, simd } => {
+            let b = plan.block() as f64;
+            let (ri, rj) = ((i.n as f64).min(b) * es, (j.n as f64).min(b) * es);
+            let (ua, ub) = if simd {
+                (line_use(ri), line_use(rj))
+            } else {
+                // Non-unit strides: every element is its own partial line access.
+                let ua = if i.sa.unsigned_abs() == 1 {
+                    line_use(ri)
+                } else {
+                    line_use(es)
+                };
+                let ub = if j.sb.unsigned_abs() == 1 {
+                    line_use(rj)
+                } else {
+                    line_use(es)
+                };
+                (ua, ub)
+            };
+            // Reads inflate by 1/ua, writes (and B reads) by 1/ub.
+            let rw = if beta_nonzero {
+                (1.0 / ua + 2.0 / ub) / 3.0
+            } else {
+                (1.0 / ua + 1.0 / ub) / 2.0
+            };
+            let cost = base * rw;
+            if !simd {
+                return (0.0, 0.0, cost);
+            }
+            let w = plan.isa().width(plan.dtype()) as f64;
+            let full = |n: usize| ((n as f64 / w).floor() * w) / n as f64;
+            let f = full(i.n) * full(j.n);
+            (0.0, cost * f, cost * (1.0 - f))
+        }
+    }
+}
+
+/// Predicted seconds of one execution of `plan` under profile `p`.
+///
+/// ```
+/// use ttgt::{Layout, DType, transpose::{TransposePlan, TransposeOptions}, model};
+/// let a = Layout::row_major(&[512, 512]).unwrap();
+/// let plan = TransposePlan::new(&[1, 0], &a, &a, DType::F64, &TransposeOptions::default()).unwrap();
+/// let p = model::Profile::builtin(vec![20.0]);
+/// let t = model::predict_transpose(&plan, false, &p);
+/// assert!(t > 2.0 * 512.0 * 512.0 * 8.0 / 20e9); // never faster than a copy
+/// ```
+pub fn predict_transpose(plan: &TransposePlan, beta_nonzero: bool, p: &Profile) -> f64 {
+    let c = &p.transpose;
+    if plan.normalized().is_empty() {
+        return c.overhead;
+    }
+    let bw = p.copy_gbps(plan.threads()) * 1e9;
+    let (r, t, s) = unit_costs(plan, beta_nonzero, bw);
+    c.overhead + r / c.rows + t / c.tile + s / c.scalar
+}
+
+/// The coefficient-free costs of a plan, for fitting: `(rows, tile, scalar)` seconds at
+/// efficiency 1.
+pub(crate) fn features(plan: &TransposePlan, beta_nonzero: bool, p: &Profile) -> (f64, f64, f64) {
+    unit_costs(plan, beta_nonzero, p.copy_gbps(plan.threads()) * 1e9)
+}
+
+/// Predicted seconds of `B = alpha * perm(A) + beta * B` for these layouts on `threads`
+/// threads, without data: the heuristic plan is made and costed.
+///
+/// ```
+/// use ttgt::{Layout, DType};
+/// let a = Layout::row_major(&[64, 48, 32]).unwrap();
+/// let b = Layout::row_major(&[32, 64, 48]).unwrap();
+/// let t = ttgt::model::transpose_seconds(&[2, 0, 1], &a, &b, DType::F32, 1, false).unwrap();
+/// assert!(t > 0.0);
+/// ```
+pub fn transpose_seconds(
+    perm: &[usize],
+    a: &Layout,
+    b: &Layout,
+    dtype: DType,
+    threads: usize,
+    beta_nonzero: bool,
+) -> Result<f64> {
+    let opts = TransposeOptions {
+        threads: Some(threads),
+        ..Default::default()
+    };
+    let plan = TransposePlan::new(perm, a, b, dtype, &opts)?;
+    Ok(predict_transpose(&plan, beta_nonzero, &profile()))
+}
+
+impl TransposePlan {
+    /// Predicted seconds of one execution with `beta == 0`, from this machine's profile
+    /// (see [`crate::model::profile`]).
+    pub fn estimated_seconds(&self) -> f64 {
+        predict_transpose(self, false, &profile())
+    }
+
+    /// Predicted seconds of one execution, `beta` zero or not.
+    pub fn estimated_seconds_with(&self, beta_nonzero: bool) -> f64 {
+        predict_transpose(self, beta_nonzero, &profile())
+    }
+}

@@ -1,0 +1,91 @@
+//! A bounded cache of heuristic transposition plans keyed by permutation, layouts, element
+//! type and options, so repeated one-shot calls do not re-plan.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::plan::{TransposeOptions, TransposePlan};
+use crate::error::Result;
+use crate::tensor::{DType, Element, Layout, StridedView, StridedViewMut};
+
+/// Plans kept by [`cached_plan`]; the oldest is evicted first.
+pub const PLAN_CACHE_CAPACITY: usize = 256;
+
+type Key = (Vec<usize>, Layout, Layout, DType, TransposeOptions);
+
+#[derive(Default)]
+struct Cache {
+    map: HashMap<Key, Arc<TransposePlan>>,
+    order: VecDeque<Key>,
+}
+
+fn cache() -> &'static Mutex<Cache> {
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(Cache::default()))
+}
+
+/// The heuristic plan for these arguments, from the cache or made and stored.
+///
+/// ```
+/// use ttgt::{Layout, DType, transpose::{cached_plan, TransposeOptions}};
+/// let l = Layout::row_major(&[30, 40]).unwrap();
+/// let t = Layout::row_major(&[40, 30]).unwrap();
+/// let p1 = cached_plan(&[1, 0], &l, &t, DType::F64, &TransposeOptions::default()).unwrap();
+/// let p2 = cached_plan(&[1, 0], &l, &t, DType::F64, &TransposeOptions::default()).unwrap();
+/// assert!(std::sync::Arc::ptr_eq(&p1, &p2));
+/// ```
+pub fn cached_plan(
+    perm: &[usize],
+    a: &Layout,
+    b: &Layout,
+    dtype: DType,
+    options: &TransposeOptions,
+) -> Result<Arc<TransposePlan>> {
+    let key: Key = (perm.to_vec(), a.clone(), b.clone(), dtype, options.clone());
+    if let Some(p) = cache()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .map
+        .get(&key)
+    {
+        return Ok(p.clone());
+    }
+    let plan = Arc::new(TransposePlan::new(perm, a, b, dtype, options)?);
+    let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
+    if c.map.insert(key.clone(), plan.clone()).is_none() {
+        c.order.push_back(key);
+        while c.order.len() > PLAN_CACHE_CAPACITY {
+            if let Some(old) = c.order.pop_front() {
+                c.map.remove(&old);
+            }
+        }
+    }
+    Ok(plan)
+}
+
+/// `B = alpha * perm(A) + beta * B` through a cached heuristic plan.
+///
+/// ```
+/// use ttgt::tensor::{StridedView, StridedViewMut};
+/// let a = ndarray::Array2::<f64>::from_shape_fn((3, 5), |(i, j)| (10 * i + j) as f64);
+/// let mut b = ndarray::Array2::<f64>::zeros((5, 3));
+/// ttgt::transpose::transpose(&[1, 0], 1.0, &StridedView::of(&a), 0.0,
+///                            &mut StridedViewMut::of(&mut b).unwrap()).unwrap();
+/// assert_eq!(b, a.t());
+/// ```
+pub fn transpose<T: Element>(
+    perm: &[usize],
+    alpha: T,
+    a: &StridedView<'_, T>,
+    beta: T,
+    b: &mut StridedViewMut<'_, T>,
+) -> Result<()> {
+    let plan = cached_plan(
+        perm,
+        a.layout(),
+        b.layout(),
+        T::DTYPE,
+        &TransposeOptions::default(),
+    )?;
+    plan.execute(alpha, a, beta, b)
+}

@@ -1,0 +1,163 @@
+//! AVX2 micro-kernels: in-register transposes of one W×W tile, W = 32 bytes / element size
+//! (f32 8×8, f64 and Complex32 4×4, Complex64 2×2), with the scaling fused into the stores.
+//!
+//! Every kernel reads row `k` of the tile (`W` consecutive elements) at `a + k*lda` and writes
+//! column `i` (`W` consecutive elements) at `b + i*ldb`; strides are in bytes.
+//!
+//! # Safety (all kernels)
+//! The CPU supports AVX2; for `k, i < W`, the `W` elements at `a + k*lda` are
+//! readable and the `W` elements at `b + i*ldb` are writable (and readable when `M == AXPBY`)
+//! and overlap no source element.
+
+use std::arch::x86_64::*;
+
+use super::{AXPBY, COPY};
+
+/// Stores 8 f32 lanes, scaled: `v`, `al*v` or `al*v + be*old`.
+#[inline(always)]
+unsafe fn store_ps<const M: u8>(dst: *mut u8, v: __m256, al: f64, be: f64) {
+    let p = dst as *mut f32;
+    let v = if M == COPY {
+        v
+    } else {
+        let s = _mm256_mul_ps(_mm256_set1_ps(al as f32), v);
+        if M == AXPBY {
+            _mm256_add_ps(
+                s,
+                _mm256_mul_ps(_mm256_set1_ps(be as f32), _mm256_loadu_ps(p)),
+            )
+        } else {
+            s
+        }
+    };
+    _mm256_storeu_ps(p, v);
+}
+
+/// Stores 4 f64 lanes, scaled.
+#[inline(always)]
+unsafe fn store_pd<const M: u8>(dst: *mut u8, v: __m256d, al: f64, be: f64) {
+    let p = dst as *mut f64;
+    let v = if M == COPY {
+        v
+    } else {
+        let s = _mm256_mul_pd(_mm256_set1_pd(al), v);
+        if M == AXPBY {
+            _mm256_add_pd(s, _mm256_mul_pd(_mm256_set1_pd(be), _mm256_loadu_pd(p)))
+        } else {
+            s
+        }
+    };
+    _mm256_storeu_pd(p, v);
+}
+
+/// f32, 8×8.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn t_f32<const M: u8>(
+    a: *const u8,
+    lda: isize,
+    b: *mut u8,
+    ldb: isize,
+    al: f64,
+    be: f64,
+) {
+    let r = |k: isize| _mm256_loadu_ps(a.offset(k * lda) as *const f32);
+    let (r0, r1, r2, r3, r4, r5, r6, r7) = (r(0), r(1), r(2), r(3), r(4), r(5), r(6), r(7));
+    // Interleave pairs of rows, then pairs of pairs, then swap 128-bit halves.
+    let t0 = _mm256_unpacklo_ps(r0, r1);
+    let t1 = _mm256_unpackhi_ps(r0, r1);
+    let t2 = _mm256_unpacklo_ps(r2, r3);
+    let t3 = _mm256_unpackhi_ps(r2, r3);
+    let t4 = _mm256_unpacklo_ps(r4, r5);
+    let t5 = _mm256_unpackhi_ps(r4, r5);
+    let t6 = _mm256_unpacklo_ps(r6, r7);
+    let t7 = _mm256_unpackhi_ps(r6, r7);
+    let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+    let s1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+    let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+    let s3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+    let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+    let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+    let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+    let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+    let c = [
+        _mm256_permute2f128_ps::<0x20>(s0, s4),
+        _mm256_permute2f128_ps::<0x20>(s1, s5),
+        _mm256_permute2f128_ps::<0x20>(s2, s6),
+        _mm256_permute2f128_ps::<0x20>(s3, s7),
+        _mm256_permute2f128_ps::<0x31>(s0, s4),
+        _mm256_permute2f128_ps::<0x31>(s1, s5),
+        _mm256_permute2f128_ps::<0x31>(s2, s6),
+        _mm256_permute2f128_ps::<0x31>(s3, s7),
+    ];
+    for (i, v) in c.into_iter().enumerate() {
+        store_ps::<M>(b.offset(i as isize * ldb), v, al, be);
+    }
+}
+
+/// Transposes four rows of four 8-byte units.
+#[inline(always)]
+unsafe fn tr4x8(a: *const u8, lda: isize) -> [__m256d; 4] {
+    let r = |k: isize| _mm256_loadu_pd(a.offset(k * lda) as *const f64);
+    let (r0, r1, r2, r3) = (r(0), r(1), r(2), r(3));
+    let t0 = _mm256_unpacklo_pd(r0, r1);
+    let t1 = _mm256_unpackhi_pd(r0, r1);
+    let t2 = _mm256_unpacklo_pd(r2, r3);
+    let t3 = _mm256_unpackhi_pd(r2, r3);
+    [
+        _mm256_permute2f128_pd::<0x20>(t0, t2),
+        _mm256_permute2f128_pd::<0x20>(t1, t3),
+        _mm256_permute2f128_pd::<0x31>(t0, t2),
+        _mm256_permute2f128_pd::<0x31>(t1, t3),
+    ]
+}
+
+/// f64, 4×4.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn t_f64<const M: u8>(
+    a: *const u8,
+    lda: isize,
+    b: *mut u8,
+    ldb: isize,
+    al: f64,
+    be: f64,
+) {
+    for (i, v) in tr4x8(a, lda).into_iter().enumerate() {
+        store_pd::<M>(b.offset(i as isize * ldb), v, al, be);
+    }
+}
+
+/// Complex32 (8-byte units, f32 arithmetic with real scalars), 4×4.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn t_c32<const M: u8>(
+    a: *const u8,
+    lda: isize,
+    b: *mut u8,
+    ldb: isize,
+    al: f64,
+    be: f64,
+) {
+    for (i, v) in tr4x8(a, lda).into_iter().enumerate() {
+        store_ps::<M>(b.offset(i as isize * ldb), _mm256_castpd_ps(v), al, be);
+    }
+}
+
+/// Complex64 (16-byte units, f64 arithmetic with real scalars), 2×2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn t_c64<const M: u8>(
+    a: *const u8,
+    lda: isize,
+    b: *mut u8,
+    ldb: isize,
+    al: f64,
+    be: f64,
+) {
+    let r0 = _mm256_loadu_pd(a as *const f64);
+    let r1 = _mm256_loadu_pd(a.offset(lda) as *const f64);
+    store_pd::<M>(b, _mm256_permute2f128_pd::<0x20>(r0, r1), al, be);
+    store_pd::<M>(
+        b.offset(ldb),
+        _mm256_permute2f128_pd::<0x31>(r0, r1),
+        al,
+        be,
+    );
+}

@@ -1,0 +1,327 @@
+//! Transposition kernels: the scalar tile kernel every SIMD path is tested against, the
+//! SIMD micro-kernels (AVX2, AVX-512) chosen at run time, the macro-tile driver that covers a
+//! tile with micro-tiles and a scalar remainder narrower than one micro-tile, and the
+//! contiguous-row kernel.
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
+use std::sync::OnceLock;
+
+use crate::tensor::{DType, Element};
+
+/// Scaling mode of a kernel: `B = A`.
+pub(crate) const COPY: u8 = 0;
+/// Scaling mode of a kernel: `B = alpha * A`.
+pub(crate) const SCALE: u8 = 1;
+/// Scaling mode of a kernel: `B = alpha * A + beta * B`.
+pub(crate) const AXPBY: u8 = 2;
+
+/// Instruction-set level of the micro-kernels.
+///
+/// ```
+/// use ttgt::transpose::Isa;
+/// assert!(Isa::Scalar.is_available());
+/// assert!(Isa::detect().is_available());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Isa {
+    /// Portable loops (the reference for every SIMD kernel).
+    Scalar,
+    /// x86-64 AVX2: 32-byte tile rows.
+    Avx2,
+    /// x86-64 AVX-512F: 64-byte tile rows.
+    Avx512,
+}
+
+impl Isa {
+    /// The best level this CPU supports (detected once).
+    pub fn detect() -> Isa {
+        static BEST: OnceLock<Isa> = OnceLock::new();
+        *BEST.get_or_init(|| {
+            [Isa::Avx512, Isa::Avx2]
+                .into_iter()
+                .find(|i| i.is_available())
+                .unwrap_or(Isa::Scalar)
+        })
+    }
+
+    /// Whether this CPU can run the level.
+    pub fn is_available(self) -> bool {
+        match self {
+            Isa::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => is_x86_feature_detected!("avx2"),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => is_x86_feature_detected!("avx512f"),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+
+    /// Every level this CPU can run.
+    pub fn available() -> Vec<Isa> {
+        [Isa::Scalar, Isa::Avx2, Isa::Avx512]
+            .into_iter()
+            .filter(|i| i.is_available())
+            .collect()
+    }
+
+    /// Micro-tile width in elements for an element type.
+    ///
+    /// ```
+    /// use ttgt::{transpose::Isa, DType};
+    /// assert_eq!(Isa::Avx2.width(DType::F32), 8);
+    /// assert_eq!(Isa::Avx512.width(DType::C64), 4);
+    /// ```
+    pub fn width(self, dtype: DType) -> usize {
+        let bytes = match self {
+            Isa::Scalar => 8 * dtype.size_bytes().min(8),
+            Isa::Avx2 => 32,
+            Isa::Avx512 => 64,
+        };
+        (bytes / dtype.size_bytes()).max(1)
+    }
+
+    /// Short name (`scalar`, `avx2`, `avx512`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+        }
+    }
+}
+
+/// A SIMD micro-kernel: `(a, lda_bytes, b, ldb_bytes, alpha, beta)`, see [`avx2`].
+pub(crate) type MicroFn = unsafe fn(*const u8, isize, *mut u8, isize, f64, f64);
+
+/// The scalars of one execution, with the kernel mode they select.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Scalars<T> {
+    pub alpha: T,
+    pub beta: T,
+    pub mode: u8,
+}
+
+impl<T: Element> Scalars<T> {
+    pub fn new(alpha: T, beta: T) -> Self {
+        let mode = if !beta.is_exact_zero() {
+            AXPBY
+        } else if alpha.is_exact_one() {
+            COPY
+        } else {
+            SCALE
+        };
+        Scalars { alpha, beta, mode }
+    }
+
+    /// Whether SIMD kernels (real-lane arithmetic) can apply these scalars.
+    fn real(&self) -> bool {
+        self.alpha.im() == 0.0 && self.beta.im() == 0.0
+    }
+
+    #[inline(always)]
+    fn apply(&self, src: T, dst: *mut T) {
+        // SAFETY (callers): `dst` is a valid, exclusively owned element.
+        unsafe {
+            *dst = match self.mode {
+                COPY => src,
+                SCALE => self.alpha * src,
+                _ => self.alpha * src + self.beta * *dst,
+            }
+        }
+    }
+}
+
+/// The micro-kernel of `isa` for `T` and the scalars' mode, with its width.
+pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<(usize, MicroFn)> {
+    if isa == Isa::Scalar || !sc.real() || !isa.is_available() {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        macro_rules! pick {
+            ($m:ident :: $f:ident) => {
+                match sc.mode {
+                    COPY => $m::$f::<COPY> as MicroFn,
+                    SCALE => $m::$f::<SCALE> as MicroFn,
+                    _ => $m::$f::<AXPBY> as MicroFn,
+                }
+            };
+        }
+        let f = match (isa, T::DTYPE) {
+            (Isa::Avx2, DType::F32) => pick!(avx2::t_f32),
+            (Isa::Avx2, DType::F64) => pick!(avx2::t_f64),
+            (Isa::Avx2, DType::C32) => pick!(avx2::t_c32),
+            (Isa::Avx2, DType::C64) => pick!(avx2::t_c64),
+            (Isa::Avx512, DType::F32) => pick!(avx512::t_f32),
+            (Isa::Avx512, DType::F64) => pick!(avx512::t_f64),
+            (Isa::Avx512, DType::C32) => pick!(avx512::t_c32),
+            (Isa::Avx512, DType::C64) => pick!(avx512::t_c64),
+            (Isa::Scalar, _) => return None,
+        };
+        Some((isa.width(T::DTYPE), f))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
+}
+
+/// Shape of a 2-D tile: element `(i, j)` is at `a + i*sai + j*saj` in A and
+/// `b + i*sbi + j*sbj` in B (element strides).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Tile {
+    pub ni: usize,
+    pub nj: usize,
+    pub sai: isize,
+    pub saj: isize,
+    pub sbi: isize,
+    pub sbj: isize,
+}
+
+/// Scalar tile: any strides.
+///
+/// # Safety
+/// Every `(i, j)` with `i < ni`, `j < nj` addresses a readable A element and a writable B
+/// element; B's elements are distinct and overlap no A element.
+pub(crate) unsafe fn tile_scalar<T: Element>(a: *const T, b: *mut T, t: &Tile, sc: &Scalars<T>) {
+    for i in 0..t.ni as isize {
+        let (ai, bi) = (a.offset(i * t.sai), b.offset(i * t.sbi));
+        for j in 0..t.nj as isize {
+            sc.apply(*ai.offset(j * t.saj), bi.offset(j * t.sbj));
+        }
+    }
+}
+
+/// A tile covered by `w×w` SIMD micro-tiles, with scalar strips narrower than `w` on the
+/// right and bottom edges. Requires `sai == 1` and `sbj == 1`.
+///
+/// # Safety
+/// As [`tile_scalar`], plus: `micro` runs on this CPU and `t.sai == 1 && t.sbj == 1`.
+pub(crate) unsafe fn tile_simd<T: Element>(
+    a: *const T,
+    b: *mut T,
+    t: &Tile,
+    sc: &Scalars<T>,
+    (w, f): (usize, MicroFn),
+) {
+    debug_assert!(t.sai == 1 && t.sbj == 1);
+    let es = std::mem::size_of::<T>() as isize;
+    let (fi, fj) = (t.ni / w * w, t.nj / w * w);
+    let (lda, ldb) = (t.saj * es, t.sbi * es);
+    let (al, be) = (sc.alpha.re(), sc.beta.re());
+    for i0 in (0..fi as isize).step_by(w) {
+        for j0 in (0..fj as isize).step_by(w) {
+            f(
+                a.offset(i0 + j0 * t.saj) as *const u8,
+                lda,
+                b.offset(j0 + i0 * t.sbi) as *mut u8,
+                ldb,
+                al,
+                be,
+            );
+        }
+    }
+    let bottom = Tile {
+        ni: t.ni - fi,
+        ..*t
+    };
+    tile_scalar(a.add(fi), b.offset(fi as isize * t.sbi), &bottom, sc);
+    let right = Tile {
+        ni: fi,
+        nj: t.nj - fj,
+        ..*t
+    };
+    tile_scalar(a.offset(fj as isize * t.saj), b.add(fj), &right, sc);
+}
+
+/// A contiguous row of `n` elements in both A and B.
+///
+/// # Safety
+/// `a[..n]` is readable, `b[..n]` writable, and they do not overlap.
+pub(crate) unsafe fn row<T: Element>(a: *const T, b: *mut T, n: usize, sc: &Scalars<T>) {
+    match sc.mode {
+        // Short rows: an inline loop beats a call to memcpy.
+        COPY if n * std::mem::size_of::<T>() <= 256 => {
+            for k in 0..n {
+                *b.add(k) = *a.add(k);
+            }
+        }
+        COPY => std::ptr::copy_nonoverlapping(a, b, n),
+        SCALE => {
+            let (src, dst) = (
+                std::slice::from_raw_parts(a, n),
+                std::slice::from_raw_parts_mut(b, n),
+            );
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = sc.alpha * s;
+            }
+        }
+        _ => {
+            let (src, dst) = (
+                std::slice::from_raw_parts(a, n),
+                std::slice::from_raw_parts_mut(b, n),
+            );
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = sc.alpha * s + sc.beta * *d;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use num_complex::{Complex32, Complex64};
+
+    /// Every micro-kernel against the scalar tile, on a tile with remainders.
+    fn check<T: Element>() {
+        let (ni, nj) = (37usize, 29usize);
+        let (lda, ldb) = (ni + 3, nj + 5);
+        let a: Vec<T> = (0..lda * nj)
+            .map(|x| T::from_parts(x as f64 * 0.5 - 7.0, x as f64))
+            .collect();
+        let b0: Vec<T> = (0..ldb * ni)
+            .map(|x| T::from_parts(1.0 + x as f64, -(x as f64)))
+            .collect();
+        let t = Tile {
+            ni,
+            nj,
+            sai: 1,
+            saj: lda as isize,
+            sbi: ldb as isize,
+            sbj: 1,
+        };
+        for (al, be) in [(1.0, 0.0), (-2.5, 0.0), (0.5, 3.0), (1.0, 1.0)] {
+            let sc = Scalars::new(T::from_f64(al), T::from_f64(be));
+            let mut want = b0.clone();
+            unsafe { tile_scalar(a.as_ptr(), want.as_mut_ptr(), &t, &sc) };
+            for isa in Isa::available() {
+                let Some(m) = micro::<T>(isa, &sc) else {
+                    continue;
+                };
+                let mut got = b0.clone();
+                unsafe { tile_simd(a.as_ptr(), got.as_mut_ptr(), &t, &sc, m) };
+                assert_eq!(got, want, "{:?} {isa:?} alpha {al} beta {be}", T::DTYPE);
+            }
+        }
+    }
+
+    #[test]
+    fn micro_kernels_match_scalar() {
+        check::<f32>();
+        check::<f64>();
+        check::<Complex32>();
+        check::<Complex64>();
+    }
+
+    #[test]
+    fn complex_scalars_use_no_simd() {
+        let sc = Scalars::new(Complex64::new(0.0, 1.0), Complex64::new(0.0, 0.0));
+        assert!(micro::<Complex64>(Isa::detect(), &sc).is_none());
+    }
+}

@@ -1,0 +1,636 @@
+//! [`TransposePlan`]: `B = alpha * perm(A) + beta * B` decomposed as HPTT does it — fused
+//! loops around a macro-kernel over A's and B's stride-1 dimensions, macro-tiles made of
+//! in-register SIMD micro-tiles — with HPTT's loop-order and parallelization heuristics, an
+//! optional measured tuning within a time budget, and execution on rayon.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+
+use super::kernel::{self, Isa, MicroFn, Scalars, Tile};
+use super::problem::{Dim, Normalized};
+use crate::error::{Error, Result};
+use crate::tensor::{spans_overlap, DType, Element, Layout, StridedView, StridedViewMut};
+
+/// How a plan is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Tuning {
+    /// Heuristics only: the quick path (microseconds).
+    #[default]
+    Estimate,
+    /// Time candidate plans on the real data within `budget` and keep the fastest
+    /// ([`TransposePlan::measure`]); A and B end with the values one execution gives.
+    Measure {
+        /// Time allowed for the search.
+        budget: Duration,
+    },
+}
+
+/// Options of a transposition plan.
+///
+/// ```
+/// use ttgt::transpose::{TransposeOptions, Isa};
+/// let o = TransposeOptions { threads: Some(1), isa: Some(Isa::Scalar), ..Default::default() };
+/// assert_eq!(o.threads, Some(1));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct TransposeOptions {
+    /// Threads to use; `None`: the current rayon pool's size (`RAYON_NUM_THREADS`).
+    pub threads: Option<usize>,
+    /// Heuristic or measured plan choice.
+    pub tuning: Tuning,
+    /// Force a micro-kernel level (for tests and comparisons); `None`: the best available.
+    pub isa: Option<Isa>,
+    /// Force the macro-tile edge in elements (a multiple of the micro-tile width).
+    pub block: Option<usize>,
+}
+
+/// What a loop of the plan walks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Role {
+    /// A whole dimension outside the macro-kernel.
+    Outer,
+    /// Macro-tiles along the tile's A-contiguous dimension.
+    BlockI,
+    /// Macro-tiles along the tile's B-contiguous dimension.
+    BlockJ,
+    /// Chunks of a contiguous row.
+    Chunk,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Loop {
+    count: usize,
+    sa: isize,
+    sb: isize,
+    role: Role,
+}
+
+/// The macro-kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelKind {
+    /// A and B share their stride-1 dimension: contiguous rows (memcpy-class moves), cut
+    /// into chunks of [`TransposePlan::block`] elements.
+    Rows {
+        /// Elements per row (after fusion).
+        n: usize,
+    },
+    /// A 2-D transpose over A's fastest (`i`) and B's fastest (`j`) dimensions.
+    Tile {
+        /// A's fastest dimension.
+        i: Dim,
+        /// B's fastest dimension.
+        j: Dim,
+        /// Whether SIMD micro-tiles apply (both unit-stride).
+        simd: bool,
+    },
+}
+
+/// A planned transposition. Build once, execute on any data of these layouts.
+///
+/// ```
+/// use ttgt::{Layout, DType, transpose::{TransposePlan, TransposeOptions}};
+/// use ttgt::tensor::{StridedView, StridedViewMut};
+/// let a = ndarray::Array3::<f32>::from_shape_fn((3, 50, 70), |(i, j, k)| (i * 10000 + j * 100 + k) as f32);
+/// let mut b = ndarray::Array3::<f32>::zeros((70, 3, 50));
+/// let plan = TransposePlan::new(&[2, 0, 1], &Layout::of(&a), &Layout::of(&b), DType::F32,
+///                               &TransposeOptions::default()).unwrap();
+/// plan.execute(1.0, &StridedView::of(&a), 0.0, &mut StridedViewMut::of(&mut b).unwrap()).unwrap();
+/// assert_eq!(b[[69, 2, 49]], a[[2, 49, 69]]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct TransposePlan {
+    perm: Vec<usize>,
+    a: Layout,
+    b: Layout,
+    dtype: DType,
+    norm: Normalized,
+    kernel: KernelKind,
+    loops: Vec<Loop>,
+    block: usize,
+    isa: Isa,
+    threads: usize,
+    tasks: usize,
+    /// For short rows: a loop folded into each unit (several rows per kernel call).
+    row_batch: Option<Dim>,
+}
+
+/// Rank of each dim when sorted by increasing |stride| (ties by position).
+fn stride_ranks(dims: &[Dim], stride: impl Fn(&Dim) -> isize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..dims.len()).collect();
+    order.sort_by_key(|&k| (stride(&dims[k]).unsigned_abs(), k));
+    let mut rank = vec![0; dims.len()];
+    for (r, &k) in order.iter().enumerate() {
+        rank[k] = r;
+    }
+    rank
+}
+
+/// HPTT's loop-order heuristic as a key (smaller = closer to the macro-kernel): a loop is as
+/// important as its rank among B's strides, or among A's strides plus a small penalty
+/// (`bias`), whichever is closer; B's inner loops are favoured over A's.
+fn loop_keys(dims: &[Dim], bias: f64) -> Vec<f64> {
+    let ra = stride_ranks(dims, |d| d.sa);
+    let rb = stride_ranks(dims, |d| d.sb);
+    (0..dims.len())
+        .map(|k| (ra[k] as f64 + bias).min(rb[k] as f64))
+        .collect()
+}
+
+fn pools() -> &'static Mutex<HashMap<usize, Arc<rayon::ThreadPool>>> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    POOLS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Runs `f` on a rayon pool of `threads` threads (the current pool when it has that size).
+pub(crate) fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    if threads == rayon::current_num_threads() {
+        return f();
+    }
+    let pool = {
+        let mut map = pools().lock().unwrap_or_else(|p| p.into_inner());
+        match map.get(&threads) {
+            Some(p) => Some(p.clone()),
+            None => rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .ok()
+                .map(|p| {
+                    let p = Arc::new(p);
+                    map.insert(threads, p.clone());
+                    p
+                }),
+        }
+    };
+    match pool {
+        Some(p) => p.install(f),
+        None => f(),
+    }
+}
+
+/// Raw pointers handed to worker threads.
+#[derive(Clone, Copy)]
+struct Ptrs<T> {
+    a: *const T,
+    b: *mut T,
+}
+// SAFETY: the tasks of one execution write disjoint sets of B elements (they walk disjoint
+// ranges of the loop nest, and B never self-overlaps) and only read A, which no task writes.
+unsafe impl<T: Send> Send for Ptrs<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Ptrs<T> {}
+
+impl TransposePlan {
+    /// Plans `B = alpha * perm(A) + beta * B` by heuristics (`options.tuning` is ignored here;
+    /// see [`TransposePlan::measure`]). `perm[i] = j`: axis `i` of B is axis `j` of A.
+    pub fn new(
+        perm: &[usize],
+        a: &Layout,
+        b: &Layout,
+        dtype: DType,
+        options: &TransposeOptions,
+    ) -> Result<Self> {
+        let norm = Normalized::new(perm, a, b)?;
+        if b.may_self_overlap() {
+            return Err(Error::Overlap {
+                what: "itself (two indices address one element)".into(),
+            });
+        }
+        let threads = options
+            .threads
+            .unwrap_or_else(rayon::current_num_threads)
+            .max(1);
+        let isa = match options.isa {
+            Some(i) if i.is_available() => i,
+            Some(i) => {
+                return Err(Error::Unsupported(format!(
+                    "micro-kernel level {} is not supported by this CPU",
+                    i.name()
+                )))
+            }
+            None => Isa::detect(),
+        };
+        let mut plan = TransposePlan {
+            perm: perm.to_vec(),
+            a: a.clone(),
+            b: b.clone(),
+            dtype,
+            norm,
+            kernel: KernelKind::Rows { n: 1 },
+            loops: Vec::new(),
+            block: 1,
+            isa,
+            threads,
+            tasks: 1,
+            row_batch: None,
+        };
+        plan.build(0.5, options.block, false);
+        Ok(plan)
+    }
+
+    /// Chooses the macro-kernel, the loop order (with A-rank `bias`), the block size and the
+    /// parallel split. `swap_blocks` puts the A-side block loop innermost instead of B's.
+    fn build(&mut self, bias: f64, block: Option<usize>, swap_blocks: bool) {
+        let dims = self.norm.dims().to_vec();
+        let keys = loop_keys(&dims, bias);
+        let w = self.isa.width(self.dtype);
+        let di = (0..dims.len()).min_by_key(|&k| (dims[k].sa.unsigned_abs(), k));
+        let dj = (0..dims.len()).min_by_key(|&k| (dims[k].sb.unsigned_abs(), k));
+        let mut outer: Vec<usize> = (0..dims.len()).collect();
+        let mut inner_loops: Vec<Loop> = Vec::new();
+        match (di, dj) {
+            (Some(i), Some(j)) if i == j && dims[i].sa == 1 && dims[i].sb == 1 => {
+                let n = dims[i].n;
+                // Chunk long rows so that threads can share them.
+                let chunk = (n / (4 * self.threads)).max(1 << 14).min(n.max(1));
+                self.kernel = KernelKind::Rows { n };
+                self.block = chunk;
+                outer.retain(|&k| k != i);
+                inner_loops.push(Loop {
+                    count: n.div_ceil(chunk),
+                    sa: chunk as isize,
+                    sb: chunk as isize,
+                    role: Role::Chunk,
+                });
+            }
+            (Some(i0), Some(j)) => {
+                // A's fastest dim for the tile; when it coincides with B's (non-unit strides),
+                // take A's next fastest, or a unit dim for rank 1.
+                let i = if i0 != j {
+                    Some(i0)
+                } else {
+                    (0..dims.len())
+                        .filter(|&k| k != j)
+                        .min_by_key(|&k| (dims[k].sa.unsigned_abs(), k))
+                };
+                let dj_ = dims[j];
+                let di_ = i.map_or(Dim { n: 1, sa: 0, sb: 0 }, |k| dims[k]);
+                let simd = di_.sa == 1 && dj_.sb == 1 && di_.n > 1;
+                let b = block.unwrap_or(if simd { 4 * w } else { 16 }).max(1);
+                self.block = b;
+                self.kernel = KernelKind::Tile {
+                    i: di_,
+                    j: dj_,
+                    simd,
+                };
+                outer.retain(|&k| Some(k) != i && k != j);
+                let bi = Loop {
+                    count: di_.n.div_ceil(b),
+                    sa: di_.sa * b as isize,
+                    sb: di_.sb * b as isize,
+                    role: Role::BlockI,
+                };
+                let bj = Loop {
+                    count: dj_.n.div_ceil(b),
+                    sa: dj_.sa * b as isize,
+                    sb: dj_.sb * b as isize,
+                    role: Role::BlockJ,
+                };
+                inner_loops = if swap_blocks {
+                    vec![bj, bi]
+                } else {
+                    vec![bi, bj]
+                };
+            }
+            _ => {
+                // Rank 0: one element.
+                self.kernel = KernelKind::Rows { n: 1 };
+                self.block = 1;
+            }
+        }
+        // Outer loops: largest key outermost.
+        outer.sort_by(|&x, &y| keys[y].total_cmp(&keys[x]).then(x.cmp(&y)));
+        // Short rows: fold the innermost outer loop into each unit to amortize the loop
+        // overhead over several rows.
+        self.row_batch = None;
+        if let KernelKind::Rows { n } = self.kernel {
+            if n * self.dtype.size_bytes() < 8192 && n <= self.block {
+                self.row_batch = outer.pop().map(|k| dims[k]);
+            }
+        }
+        self.loops = outer
+            .iter()
+            .map(|&k| Loop {
+                count: dims[k].n,
+                sa: dims[k].sa,
+                sb: dims[k].sb,
+                role: Role::Outer,
+            })
+            .chain(inner_loops)
+            .collect();
+        let units: usize = self.loops.iter().map(|l| l.count).product();
+        self.tasks = if self.threads == 1 || self.norm.is_empty() {
+            1
+        } else {
+            units.min(self.threads * 8).max(1)
+        };
+    }
+
+    /// The macro-kernel chosen.
+    pub fn kernel(&self) -> KernelKind {
+        self.kernel
+    }
+
+    /// Micro-kernel level.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// Threads the plan runs on.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Macro-tile edge (tiles) or chunk length (rows), in elements.
+    pub fn block(&self) -> usize {
+        self.block
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The normalized (fused) problem.
+    pub fn normalized(&self) -> &Normalized {
+        &self.norm
+    }
+
+    /// Bytes read plus bytes written by one execution (`beta != 0` reads B too).
+    ///
+    /// ```
+    /// use ttgt::{Layout, DType, transpose::{TransposePlan, TransposeOptions}};
+    /// let l = Layout::row_major(&[10, 10]).unwrap();
+    /// let p = TransposePlan::new(&[1, 0], &l, &l, DType::F64, &TransposeOptions::default()).unwrap();
+    /// assert_eq!(p.bytes_moved(false), 1600);
+    /// assert_eq!(p.bytes_moved(true), 2400);
+    /// ```
+    pub fn bytes_moved(&self, beta_nonzero: bool) -> usize {
+        self.norm.elements() * self.dtype.size_bytes() * if beta_nonzero { 3 } else { 2 }
+    }
+
+    /// A one-line description (kernel, loop order, block, threads).
+    pub fn describe(&self) -> String {
+        let kernel = match self.kernel {
+            KernelKind::Rows { n } => match self.row_batch {
+                Some(d) => format!("rows of {n}, {} per unit", d.n),
+                None => format!("rows of {n}"),
+            },
+            KernelKind::Tile { i, j, simd } => format!(
+                "tile {}x{} ({}, block {})",
+                i.n,
+                j.n,
+                if simd { self.isa.name() } else { "scalar" },
+                self.block
+            ),
+        };
+        let loops: Vec<String> = self
+            .loops
+            .iter()
+            .map(|l| match l.role {
+                Role::Outer => format!("{}", l.count),
+                Role::BlockI => format!("I{}", l.count),
+                Role::BlockJ => format!("J{}", l.count),
+                Role::Chunk => format!("R{}", l.count),
+            })
+            .collect();
+        format!(
+            "{kernel}; loops [{}]; {} thread(s), {} task(s)",
+            loops.join(" "),
+            self.threads,
+            self.tasks
+        )
+    }
+
+    /// Runs `B = alpha * perm(A) + beta * B` on data of the planned layouts. With
+    /// `beta == 0`, B is never read.
+    pub fn execute<T: Element>(
+        &self,
+        alpha: T,
+        a: &StridedView<'_, T>,
+        beta: T,
+        b: &mut StridedViewMut<'_, T>,
+    ) -> Result<()> {
+        self.check(a, b)?;
+        if self.norm.is_empty() {
+            return Ok(());
+        }
+        let sc = Scalars::new(alpha, beta);
+        let micro = match self.kernel {
+            KernelKind::Tile { simd: true, .. } => kernel::micro::<T>(self.isa, &sc),
+            _ => None,
+        };
+        let p = Ptrs {
+            a: a.as_ptr(),
+            b: b.as_mut_ptr(),
+        };
+        let units: usize = self.loops.iter().map(|l| l.count).product();
+        if self.tasks <= 1 {
+            // SAFETY: see `run_range`; one task covers every unit once.
+            unsafe { self.run_range(p, 0, units, &sc, micro) };
+            return Ok(());
+        }
+        let tasks = self.tasks;
+        on_threads(self.threads, || {
+            (0..tasks).into_par_iter().for_each(|t| {
+                let (s, e) = (units * t / tasks, units * (t + 1) / tasks);
+                // SAFETY: tasks cover disjoint unit ranges (see `Ptrs`).
+                unsafe { self.run_range(p, s, e, &sc, micro) };
+            });
+        });
+        Ok(())
+    }
+
+    fn check<T: Element>(&self, a: &StridedView<'_, T>, b: &StridedViewMut<'_, T>) -> Result<()> {
+        if T::DTYPE != self.dtype {
+            return Err(Error::PlanMismatch(format!(
+                "transpose plan made for {}, executed with {}",
+                self.dtype,
+                T::DTYPE
+            )));
+        }
+        if a.layout() != &self.a || b.layout() != &self.b {
+            return Err(Error::PlanMismatch(
+                "transpose plan executed on operands of other layouts".into(),
+            ));
+        }
+        if spans_overlap(a.as_ptr(), a.layout(), b.as_ptr(), b.layout()) {
+            return Err(Error::Overlap {
+                what: "the input".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Executes units `s..e` of the loop nest (last loop fastest).
+    ///
+    /// # Safety
+    /// `p` points at A and B of the planned layouts; B is exclusively ours for these units.
+    /// Every unit's offsets are those of in-bounds indices: loops walk whole dimensions, and
+    /// block/chunk loops clip their last tile to the extent.
+    unsafe fn run_range<T: Element>(
+        &self,
+        p: Ptrs<T>,
+        s: usize,
+        e: usize,
+        sc: &Scalars<T>,
+        micro: Option<(usize, MicroFn)>,
+    ) {
+        if s >= e {
+            return;
+        }
+        let loops = &self.loops;
+        let nl = loops.len();
+        let mut idx = vec![0usize; nl];
+        let (mut oa, mut ob) = (0isize, 0isize);
+        let mut rest = s;
+        for k in (0..nl).rev() {
+            idx[k] = rest % loops[k].count;
+            rest /= loops[k].count;
+            oa += idx[k] as isize * loops[k].sa;
+            ob += idx[k] as isize * loops[k].sb;
+        }
+        let pos = |r: Role| loops.iter().position(|l| l.role == r);
+        let (pi, pj, pc) = (pos(Role::BlockI), pos(Role::BlockJ), pos(Role::Chunk));
+        let b = self.block;
+        for _ in s..e {
+            let (a0, b0) = (p.a.offset(oa), p.b.offset(ob));
+            match self.kernel {
+                KernelKind::Rows { n } => {
+                    let len = pc.map_or(n, |c| b.min(n - idx[c] * b));
+                    match self.row_batch {
+                        Some(d) => {
+                            for r in 0..d.n as isize {
+                                kernel::row(a0.offset(r * d.sa), b0.offset(r * d.sb), len, sc);
+                            }
+                        }
+                        None => kernel::row(a0, b0, len, sc),
+                    }
+                }
+                KernelKind::Tile { i, j, .. } => {
+                    let ni = pi.map_or(1, |k| b.min(i.n - idx[k] * b));
+                    let nj = pj.map_or(1, |k| b.min(j.n - idx[k] * b));
+                    let t = Tile {
+                        ni,
+                        nj,
+                        sai: i.sa,
+                        saj: j.sa,
+                        sbi: i.sb,
+                        sbj: j.sb,
+                    };
+                    match micro {
+                        Some(m) if ni >= m.0 && nj >= m.0 => kernel::tile_simd(a0, b0, &t, sc, m),
+                        _ => kernel::tile_scalar(a0, b0, &t, sc),
+                    }
+                }
+            }
+            // Odometer step.
+            let mut k = nl;
+            while k > 0 {
+                k -= 1;
+                idx[k] += 1;
+                oa += loops[k].sa;
+                ob += loops[k].sb;
+                if idx[k] < loops[k].count {
+                    break;
+                }
+                oa -= loops[k].sa * loops[k].count as isize;
+                ob -= loops[k].sb * loops[k].count as isize;
+                idx[k] = 0;
+            }
+        }
+    }
+
+    /// Plans by measurement: times candidate plans (loop orders, block sizes, block-loop
+    /// order) on the real operands within `options.tuning`'s budget and keeps the fastest.
+    /// Each candidate performs the real operation; with `beta != 0`, B is saved first and
+    /// restored before each run, so B ends as after exactly one execution. Falls back to the
+    /// heuristic plan when the budget is zero or memory for the copy of B is short.
+    pub fn measure<T: Element>(
+        perm: &[usize],
+        alpha: T,
+        a: &StridedView<'_, T>,
+        beta: T,
+        b: &mut StridedViewMut<'_, T>,
+        options: &TransposeOptions,
+    ) -> Result<Self> {
+        let base = TransposePlan::new(perm, a.layout(), b.layout(), T::DTYPE, options)?;
+        let budget = match options.tuning {
+            Tuning::Measure { budget } => budget,
+            Tuning::Estimate => Duration::ZERO,
+        };
+        let w = base.isa.width(T::DTYPE);
+        let mut candidates = vec![base.clone()];
+        for bias in [0.5, -0.5, 1.5, 100.0] {
+            for swap in [false, true] {
+                for blk in [None, Some(2 * w), Some(8 * w)] {
+                    let mut c = base.clone();
+                    c.build(bias, options.block.or(blk), swap);
+                    if !candidates
+                        .iter()
+                        .any(|x| x.loops == c.loops && x.block == c.block)
+                    {
+                        candidates.push(c);
+                    }
+                }
+            }
+        }
+        // Save B when runs depend on its old value.
+        let dense = Layout::row_major(b.layout().dims())?;
+        let saved: Option<Vec<T>> = if beta.is_exact_zero() {
+            None
+        } else {
+            let Ok(mut v) = crate::tensor::zeroed::<T>(dense.len(), "a copy of B") else {
+                return Ok(base);
+            };
+            let mut dst = StridedViewMut::from_slice(&mut v, dense.clone(), 0)?;
+            super::scale_copy(T::one(), &b.as_view(), T::zero(), &mut dst)?;
+            Some(v)
+        };
+        let restore = |b: &mut StridedViewMut<'_, T>| -> Result<()> {
+            if let Some(v) = &saved {
+                let src = StridedView::from_slice(v, dense.clone(), 0)?;
+                super::scale_copy(T::one(), &src, T::zero(), b)?;
+            }
+            Ok(())
+        };
+        let start = Instant::now();
+        let mut best: Option<(f64, usize)> = None;
+        for (k, c) in candidates.iter().enumerate() {
+            if k > 0 && start.elapsed() >= budget {
+                break;
+            }
+            restore(b)?;
+            let t = Instant::now();
+            c.execute(alpha, a, beta, b)?;
+            let secs = t.elapsed().as_secs_f64();
+            if best.is_none_or(|(s, _)| secs < s) {
+                best = Some((secs, k));
+            }
+        }
+        let pick = best.map_or(0, |(_, k)| k);
+        if saved.is_some() {
+            // Leave B as after exactly one execution of the chosen plan.
+            restore(b)?;
+            candidates[pick].execute(alpha, a, beta, b)?;
+        }
+        Ok(candidates.swap_remove(pick))
+    }
+
+    /// The permutation.
+    pub fn perm(&self) -> &[usize] {
+        &self.perm
+    }
+
+    /// A's layout.
+    pub fn a_layout(&self) -> &Layout {
+        &self.a
+    }
+
+    /// B's layout.
+    pub fn b_layout(&self) -> &Layout {
+        &self.b
+    }
+}

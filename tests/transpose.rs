@@ -1,0 +1,349 @@
+//! The transposition engine against a plain-loop reference: random permutations up to rank 8,
+//! odd, prime, 0 and 1 extents, strided and negative-stride views for A and B, all dtypes,
+//! alpha/beta, every micro-kernel level (forced), several thread counts and block sizes, and
+//! measured tuning.
+
+use ndarray::{ArrayD, Dimension, IxDyn, SliceInfoElem};
+use num_complex::{Complex32, Complex64};
+use proptest::prelude::*;
+use ttgt::tensor::{StridedView, StridedViewMut};
+use ttgt::transpose::{Isa, TransposeOptions, TransposePlan, Tuning};
+use ttgt::{DType, Element, Layout};
+
+/// A random strided view description: per axis a step (negative = reversed) and padding.
+#[derive(Clone, Debug)]
+struct ViewSpec {
+    steps: Vec<isize>,
+}
+
+fn backing_shape(dims: &[usize], v: &ViewSpec) -> Vec<usize> {
+    dims.iter()
+        .zip(&v.steps)
+        .map(|(&d, &s)| {
+            if d == 0 {
+                0
+            } else {
+                (d - 1) * s.unsigned_abs() + 1 + (s.unsigned_abs() - 1)
+            }
+        })
+        .collect()
+}
+
+fn slice_info(v: &ViewSpec) -> Vec<SliceInfoElem> {
+    v.steps
+        .iter()
+        .map(|&s| SliceInfoElem::Slice {
+            start: 0,
+            end: None,
+            step: s,
+        })
+        .collect()
+}
+
+fn value<T: Element>(x: usize) -> T {
+    T::from_parts(
+        ((x * 7919) % 1000) as f64 / 37.0 - 13.0,
+        ((x * 104729) % 997) as f64 / 53.0,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check<T: Element>(
+    dims: &[usize],
+    perm: &[usize],
+    va: &ViewSpec,
+    vb: &ViewSpec,
+    alpha: f64,
+    beta: f64,
+    opts: &TransposeOptions,
+    measure: bool,
+) -> Result<(), TestCaseError> {
+    let a_back = ArrayD::<T>::from_shape_fn(IxDyn(&backing_shape(dims, va)), |ix| {
+        value(
+            ix.as_array_view()
+                .iter()
+                .enumerate()
+                .map(|(k, &i)| i * (k + 3))
+                .sum(),
+        )
+    });
+    let a = a_back.slice(slice_info(va).as_slice());
+    prop_assert_eq!(a.shape(), dims);
+    let bdims: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+    let mut b_back = ArrayD::<T>::from_shape_fn(IxDyn(&backing_shape(&bdims, vb)), |ix| {
+        value::<T>(ix.as_array_view().iter().sum::<usize>() + 11usize)
+    });
+    let sentinel = b_back.clone();
+    let (alpha, beta) = (T::from_parts(alpha, 0.0), T::from_parts(beta, 0.0));
+    let mut b = b_back.slice_mut(slice_info(vb).as_slice());
+    let b0 = b.to_owned();
+    let av = StridedView::of(&a);
+    let mut bv = StridedViewMut::of(&mut b).unwrap();
+    if measure {
+        let o = TransposeOptions {
+            tuning: Tuning::Measure {
+                budget: std::time::Duration::from_millis(5),
+            },
+            ..opts.clone()
+        };
+        let plan = TransposePlan::measure(perm, alpha, &av, beta, &mut bv, &o).unwrap();
+        prop_assert_eq!(plan.dtype(), T::DTYPE);
+    } else {
+        let plan = TransposePlan::new(perm, av.layout(), bv.layout(), T::DTYPE, opts).unwrap();
+        plan.execute(alpha, &av, beta, &mut bv).unwrap();
+    }
+    drop(bv);
+    let tol = if matches!(T::DTYPE, DType::F32 | DType::C32) {
+        1e-5
+    } else {
+        1e-13
+    };
+    for (ix, &got) in b.indexed_iter() {
+        let src: Vec<usize> = (0..dims.len())
+            .map(|d| ix[perm.iter().position(|&p| p == d).unwrap()])
+            .collect();
+        let want = alpha * a[src.as_slice()] + beta * b0[&ix];
+        prop_assert!(
+            (got - want).abs_f64() <= tol * (1.0 + want.abs_f64()),
+            "at {:?}: got {} want {}",
+            ix.as_array_view(),
+            got,
+            want
+        );
+    }
+    drop(b);
+    // Elements of the backing store outside the view are untouched.
+    let mut mask = ArrayD::<bool>::from_elem(b_back.raw_dim(), false);
+    mask.slice_mut(slice_info(vb).as_slice()).fill(true);
+    for ((x, y), m) in b_back.iter().zip(sentinel.iter()).zip(mask.iter()) {
+        if !m {
+            prop_assert_eq!(x, y);
+        }
+    }
+    Ok(())
+}
+
+fn perm_strategy(max_rank: usize) -> impl Strategy<Value = (Vec<usize>, Vec<usize>)> {
+    (1..=max_rank).prop_flat_map(|r| {
+        let dims = prop::collection::vec(prop_oneof![1 => Just(0usize), 3 => Just(1usize), 12 => 2usize..=9, 2 => Just(13usize), 1 => Just(17usize)], r);
+        let perm = Just((0..r).collect::<Vec<usize>>()).prop_shuffle();
+        (dims, perm)
+    })
+}
+
+fn view_strategy(r: usize) -> impl Strategy<Value = ViewSpec> {
+    prop::collection::vec(
+        prop_oneof![6 => Just(1isize), 1 => Just(2isize), 1 => Just(-1isize), 1 => Just(-2isize)],
+        r,
+    )
+    .prop_map(|steps| ViewSpec { steps })
+}
+
+fn case_strategy() -> impl Strategy<
+    Value = (
+        Vec<usize>,
+        Vec<usize>,
+        ViewSpec,
+        ViewSpec,
+        f64,
+        f64,
+        usize,
+        usize,
+        bool,
+    ),
+> {
+    perm_strategy(8)
+        .prop_filter("bounded volume", |(d, _)| {
+            d.iter().product::<usize>() <= 40_000
+        })
+        .prop_flat_map(|(dims, perm)| {
+            let r = dims.len();
+            (
+                Just(dims),
+                Just(perm),
+                view_strategy(r),
+                view_strategy(r),
+                prop_oneof![Just(1.0), Just(-0.5), Just(2.0)],
+                prop_oneof![Just(0.0), Just(1.0), Just(0.75)],
+                0usize..3,
+                1usize..=3,
+                prop::bool::weighted(0.1),
+            )
+        })
+}
+
+macro_rules! dtype_props {
+    ($name:ident, $t:ty) => {
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(160))]
+            #[test]
+            fn $name((dims, perm, va, vb, alpha, beta, isa_k, threads, measure) in case_strategy()) {
+                let isas = Isa::available();
+                let isa = isas[isa_k % isas.len()];
+                let opts = TransposeOptions { threads: Some(threads), isa: Some(isa), ..Default::default() };
+                check::<$t>(&dims, &perm, &va, &vb, alpha, beta, &opts, measure)?;
+            }
+        }
+    };
+}
+
+dtype_props!(f32_matches_reference, f32);
+dtype_props!(f64_matches_reference, f64);
+dtype_props!(c32_matches_reference, Complex32);
+dtype_props!(c64_matches_reference, Complex64);
+
+/// Every level on shapes large enough for full micro-tiles plus remainders, every dtype.
+#[test]
+fn every_isa_and_block_on_tiles_with_remainders() {
+    let dims = [67usize, 3, 45];
+    let perm = [2usize, 1, 0];
+    let va = ViewSpec {
+        steps: vec![1, 1, 1],
+    };
+    for isa in Isa::available() {
+        for block in [None, Some(Isa::Avx512.width(DType::F32)), Some(64)] {
+            let opts = TransposeOptions {
+                threads: Some(2),
+                isa: Some(isa),
+                block,
+                ..Default::default()
+            };
+            for (al, be) in [(1.0, 0.0), (0.5, 0.0), (2.0, -1.0)] {
+                check::<f32>(&dims, &perm, &va, &va, al, be, &opts, false).unwrap();
+                check::<f64>(&dims, &perm, &va, &va, al, be, &opts, false).unwrap();
+                check::<Complex32>(&dims, &perm, &va, &va, al, be, &opts, false).unwrap();
+                check::<Complex64>(&dims, &perm, &va, &va, al, be, &opts, false).unwrap();
+            }
+        }
+    }
+}
+
+/// Complex (non-real) scalars take the scalar path and are still right.
+#[test]
+fn complex_scalars() {
+    let a = ArrayD::<Complex64>::from_shape_fn(IxDyn(&[20, 30]), |ix| {
+        Complex64::new(ix[0] as f64, ix[1] as f64)
+    });
+    let mut b = ArrayD::<Complex64>::from_elem(IxDyn(&[30, 20]), Complex64::new(1.0, 1.0));
+    let (al, be) = (Complex64::new(0.5, 2.0), Complex64::new(-1.0, 0.25));
+    let plan = TransposePlan::new(
+        &[1, 0],
+        &Layout::of(&a),
+        &Layout::of(&b),
+        DType::C64,
+        &TransposeOptions::default(),
+    )
+    .unwrap();
+    plan.execute(
+        al,
+        &StridedView::of(&a),
+        be,
+        &mut StridedViewMut::of(&mut b).unwrap(),
+    )
+    .unwrap();
+    for i in 0..30 {
+        for j in 0..20 {
+            let want = al * a[[j, i]] + be * Complex64::new(1.0, 1.0);
+            assert!((b[[i, j]] - want).norm() < 1e-12);
+        }
+    }
+}
+
+/// Long contiguous rows are chunked across threads; identity permutations are copies.
+#[test]
+fn long_rows_and_copies() {
+    let n = 100_003;
+    let a = ArrayD::<f32>::from_shape_fn(IxDyn(&[3, n]), |ix| (ix[0] * n + ix[1]) as f32);
+    let mut b = ArrayD::<f32>::zeros(IxDyn(&[3, n]));
+    let plan = TransposePlan::new(
+        &[0, 1],
+        &Layout::of(&a),
+        &Layout::of(&b),
+        DType::F32,
+        &TransposeOptions {
+            threads: Some(2),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(plan.normalized().is_copy());
+    plan.execute(
+        1.0,
+        &StridedView::of(&a),
+        0.0,
+        &mut StridedViewMut::of(&mut b).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(a, b);
+}
+
+/// Measured tuning with beta != 0 leaves B as after exactly one execution.
+#[test]
+fn measure_applies_once() {
+    let a = ArrayD::<f64>::from_shape_fn(IxDyn(&[40, 50, 3]), |ix| {
+        (ix[0] + 100 * ix[1] + 10000 * ix[2]) as f64
+    });
+    let mut b = ArrayD::<f64>::from_elem(IxDyn(&[3, 40, 50]), 1.0);
+    let o = TransposeOptions {
+        tuning: Tuning::Measure {
+            budget: std::time::Duration::from_millis(50),
+        },
+        ..Default::default()
+    };
+    let _ = TransposePlan::measure(
+        &[2, 0, 1],
+        2.0,
+        &StridedView::of(&a),
+        3.0,
+        &mut StridedViewMut::of(&mut b).unwrap(),
+        &o,
+    )
+    .unwrap();
+    for ((k, i, j), v) in b
+        .view()
+        .into_dimensionality::<ndarray::Ix3>()
+        .unwrap()
+        .indexed_iter()
+    {
+        assert_eq!(*v, 2.0 * a[[i, j, k]] + 3.0);
+    }
+}
+
+/// Errors: overlapping output, wrong dtype, wrong layouts, bad permutation, bad shape.
+#[test]
+fn errors() {
+    let mut data = vec![0f64; 100];
+    let a = ArrayD::<f64>::zeros(IxDyn(&[4, 5]));
+    let l = Layout::of(&a);
+    let t = Layout::row_major(&[5, 4]).unwrap();
+    assert!(TransposePlan::new(&[0, 0], &l, &t, DType::F64, &TransposeOptions::default()).is_err());
+    assert!(TransposePlan::new(&[0, 1], &l, &t, DType::F64, &TransposeOptions::default()).is_err());
+    let overl = Layout::new(vec![5, 4], vec![1, 1]).unwrap();
+    assert!(matches!(
+        TransposePlan::new(
+            &[1, 0],
+            &l,
+            &overl,
+            DType::F64,
+            &TransposeOptions::default()
+        ),
+        Err(ttgt::Error::Overlap { .. })
+    ));
+    let plan =
+        TransposePlan::new(&[1, 0], &l, &t, DType::F64, &TransposeOptions::default()).unwrap();
+    let mut b32 = vec![0f32; 20];
+    let r = plan.execute(
+        1.0f32,
+        &StridedView::from_slice(&[0f32; 20], l.clone(), 0).unwrap(),
+        0.0,
+        &mut StridedViewMut::from_slice(&mut b32, t.clone(), 0).unwrap(),
+    );
+    assert!(matches!(r, Err(ttgt::Error::PlanMismatch(_))));
+    let r = plan.execute(
+        1.0,
+        &StridedView::of(&a),
+        0.0,
+        &mut StridedViewMut::from_slice(&mut data, Layout::col_major(&[5, 4]).unwrap(), 0).unwrap(),
+    );
+    assert!(matches!(r, Err(ttgt::Error::PlanMismatch(_))));
+}

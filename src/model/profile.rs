@@ -108,7 +108,11 @@ impl Profile {
             .iter()
             .filter_map(Value::as_f64)
             .collect();
-        if copy.is_empty() || copy.iter().any(|c| c.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)) {
+        if copy.is_empty()
+            || copy
+                .iter()
+                .any(|c| c.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater))
+        {
             return Err(bad("copy_gbps must be positive numbers"));
         }
         Ok(Profile {

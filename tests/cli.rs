@@ -625,3 +625,68 @@ fn usage_errors_and_help() {
         assert!(help.contains(w), "contract --help lacks {w}");
     }
 }
+
+/// `ttgt bench transpose` on a small all-permutations set prints one JSON line per case with
+/// the documented keys, then a summary grouped by fused rank.
+#[test]
+fn bench_transpose_json() {
+    let out = ok(&[
+        "bench",
+        "transpose",
+        "--all-perms",
+        "3",
+        "--extent",
+        "5",
+        "--threads",
+        "1",
+        "--repeat",
+        "1",
+        "--json",
+    ]);
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 6 + 1);
+    for case in &lines[..6] {
+        for key in [
+            "case",
+            "perm",
+            "sizes",
+            "dtype",
+            "seconds",
+            "gbps",
+            "copy_gbps",
+            "ratio",
+            "predicted_seconds",
+        ] {
+            assert!(case.get(key).is_some(), "missing {key} in {case}");
+        }
+        assert_eq!(case["sizes"], serde_json::json!([5, 5, 5]));
+        assert!(case["seconds"].as_f64().unwrap() > 0.0);
+    }
+    let summary = &lines[6];
+    assert_eq!(summary["cases"], 6);
+    // identity fuses to rank 1; the others to ranks 2 and 3
+    let ranks: Vec<u64> = summary["by_fused_rank"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["fused_rank"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ranks, vec![1, 2, 3]);
+    // a bad option value is a one-line error with status 2
+    let bad = ttgt(&["bench", "transpose", "--all-perms", "9"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(stderr(&bad).lines().count(), 1);
+}
+
+/// `ttgt calibrate --dry-run` measures and prints a profile without storing it.
+#[test]
+fn calibrate_dry_run() {
+    let out = ok(&["calibrate", "--mib", "2", "--threads", "1", "--dry-run"]);
+    let p = ttgt::model::Profile::from_json(&out).unwrap();
+    assert!(p.calibrated);
+    assert!(p.copy.iter().all(|&g| g > 0.0));
+    assert!(p.transpose.tile_stream > 0.0 && p.transpose.rows > 0.0);
+}

@@ -180,7 +180,10 @@ macro_rules! dtype_props {
             fn $name((dims, perm, va, vb, alpha, beta, isa_k, threads, measure) in case_strategy()) {
                 let isas = Isa::available();
                 let isa = isas[isa_k % isas.len()];
-                let opts = TransposeOptions { threads: Some(threads), isa: Some(isa), ..Default::default() };
+                // Streaming stores forced on for a third of the cases, so that the
+                // non-temporal paths run on small tensors too.
+                let streaming = [None, Some(true), Some(false)][(isa_k + threads) % 3];
+                let opts = TransposeOptions { threads: Some(threads), isa: Some(isa), streaming, ..Default::default() };
                 check::<$t>(&dims, &perm, &va, &vb, alpha, beta, &opts, measure)?;
             }
         }
@@ -201,11 +204,17 @@ fn every_isa_and_block_on_tiles_with_remainders() {
         steps: vec![1, 1, 1],
     };
     for isa in Isa::available() {
-        for block in [None, Some(Isa::Avx512.width(DType::F32)), Some(64)] {
+        for (block, streaming) in [
+            (None, None),
+            (None, Some(true)),
+            (Some(Isa::Avx512.width(DType::F32)), Some(true)),
+            (Some(64), Some(false)),
+        ] {
             let opts = TransposeOptions {
                 threads: Some(2),
                 isa: Some(isa),
                 block,
+                streaming,
                 ..Default::default()
             };
             for (al, be) in [(1.0, 0.0), (0.5, 0.0), (2.0, -1.0)] {

@@ -7,8 +7,8 @@ use rayon::prelude::*;
 
 use super::cases::TransposeCase;
 use crate::error::Result;
-use crate::model::copy_seconds;
-use crate::tensor::{zeroed, DType, Element, Layout, StridedView, StridedViewMut};
+use crate::model::{copy_seconds, predict_transpose, profile};
+use crate::tensor::{zeroed_aligned, DType, Element, Layout, StridedView, StridedViewMut};
 use crate::transpose::{TransposeOptions, TransposePlan, Tuning};
 
 /// Options of a transposition bench run.
@@ -49,6 +49,10 @@ pub struct TransposeResult {
     pub copy_gbps: f64,
     /// `gbps / copy_gbps`.
     pub ratio: f64,
+    /// The cost model's prediction of `seconds`.
+    pub predicted_seconds: f64,
+    /// Threads used.
+    pub threads: usize,
     /// The plan's description.
     pub plan: String,
     /// Rank after fusion.
@@ -60,19 +64,19 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
     let bdims: Vec<usize> = case.perm.iter().map(|&p| case.sizes[p]).collect();
     let lb = Layout::row_major(&bdims)?;
     let n = la.len();
-    let mut a = zeroed::<T>(n, "bench input")?;
+    let (mut a, oa) = zeroed_aligned::<T>(n, "bench input")?;
     a.par_iter_mut()
         .enumerate()
         .for_each(|(i, x)| *x = T::from_f64((i % 1013) as f64));
-    let mut b = zeroed::<T>(n, "bench output")?;
+    let (mut b, ob) = zeroed_aligned::<T>(n, "bench output")?;
     let opts = TransposeOptions {
         threads: Some(o.threads),
         tuning: o.tuning,
         ..Default::default()
     };
     let (alpha, beta) = (T::one(), T::from_f64(o.beta));
-    let av = StridedView::from_slice(&a, la.clone(), 0)?;
-    let mut bv = StridedViewMut::from_slice(&mut b, lb.clone(), 0)?;
+    let av = StridedView::from_slice(&a, la.clone(), oa)?;
+    let mut bv = StridedViewMut::from_slice(&mut b, lb.clone(), ob)?;
     let t = Instant::now();
     let plan = match o.tuning {
         Tuning::Estimate => TransposePlan::new(&case.perm, &la, &lb, T::DTYPE, &opts)?,
@@ -106,6 +110,8 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
         gbps,
         copy_gbps,
         ratio: gbps / copy_gbps,
+        predicted_seconds: predict_transpose(&plan, o.beta != 0.0, &profile()),
+        threads: plan.threads(),
         plan: plan.describe(),
         fused_rank: plan.normalized().dims().len(),
     })

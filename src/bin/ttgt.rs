@@ -12,6 +12,8 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
+#[path = "ttgt/bench.rs"]
+mod bench;
 #[path = "ttgt/check.rs"]
 mod check;
 #[path = "ttgt/error.rs"]
@@ -33,6 +35,9 @@ const TOP_EXAMPLES: &str = "\
 Examples:
   ttgt contract 'ij,jk->ik' A.npy B.npy -o C.npy
   ttgt contract 'abcd,dbef->acef' --sizes a=48,b=48,c=48,d=48,e=48,f=48 --check
+  ttgt bench transpose --threads 1 --json
+  ttgt bench transpose --all-perms 6 --extent 16
+  ttgt calibrate
   ttgt contract --help          (all options of the contract command)
 
 Exit status: 0 success, 1 a --check found a wrong result, 2 bad input or usage,
@@ -76,12 +81,17 @@ struct Cli {
     command: Commands,
 }
 
-/// The subcommands (`bench` and `calibrate` are planned).
+/// The subcommands.
 #[derive(Subcommand, Debug)]
 enum Commands {
     /// Evaluate an einsum spec on .npy files, or time it on random operands (--sizes).
     #[command(after_help = CONTRACT_EXAMPLES)]
     Contract(ContractArgs),
+    /// Benchmarks, each beside a reference measured in the same run.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+    /// Measure this machine (copy bandwidth, transposition efficiency) for the cost models.
+    Calibrate(bench::CalibrateArgs),
 }
 
 /// Arguments of `ttgt contract`.
@@ -214,6 +224,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match &cli.command {
         Commands::Contract(args) => contract(args),
+        Commands::Bench(bench::BenchCommand::Transpose(args)) => {
+            bench::transpose(args).map(|()| Outcome::Success)
+        }
+        Commands::Calibrate(args) => bench::calibrate(args).map(|()| Outcome::Success),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

@@ -5,9 +5,9 @@
 use std::time::Instant;
 
 use super::profile::{machine_name, Profile, TransposeCoeffs};
-use super::transpose::features;
+use super::transpose::{features, Costs};
 use crate::error::Result;
-use crate::tensor::{zeroed, DType, Element, Layout, StridedView, StridedViewMut};
+use crate::tensor::{zeroed, zeroed_aligned, DType, Element, Layout, StridedView, StridedViewMut};
 use crate::transpose::{on_threads, Isa, TransposeOptions, TransposePlan};
 use rayon::prelude::*;
 
@@ -49,31 +49,35 @@ pub fn probe_copy(bytes: usize) -> Vec<f64> {
         .collect()
 }
 
-/// Training problems: `(perm, row-major extents, dtype, force scalar)`.
+/// Training problems: `(perm, row-major extents, dtype, force scalar)`: every third case of the
+/// TTC table scaled down to about `elems` elements (f32, and f64 at half the extents' volume),
+/// plus contiguous-row problems and scalar-forced tiles.
 fn training_set(elems: usize) -> Vec<(Vec<usize>, Vec<usize>, DType, bool)> {
-    let side = |r: usize| (elems as f64).powf(1.0 / r as f64).round().max(2.0) as usize;
-    let (s2, s3, s4) = (side(2), side(3), side(4));
     let mut v = Vec::new();
-    for dt in [DType::F32, DType::F64] {
-        let k = if dt == DType::F64 { 2 } else { 1 };
-        // rows of several lengths
-        for l in [16usize, 96, 1000] {
-            let m = (elems / k / l).max(4);
-            let a = (m as f64).sqrt() as usize;
-            v.push((vec![1, 0, 2], vec![a, (m / a).max(2), l], dt, false));
-        }
-        // 2-D, 3-D and 4-D tiles, odd sizes
-        v.push((vec![1, 0], vec![s2 / k + 1, s2 - 3], dt, false));
-        v.push((vec![2, 1, 0], vec![s3 + 1, s3 - 1, s3 / k], dt, false));
-        v.push((
-            vec![3, 0, 2, 1],
-            vec![s4, s4 + 3, s4 - 1, s4 / k],
-            dt,
-            false,
-        ));
-        v.push((vec![1, 0], vec![s2 / k + 1, s2 - 3], dt, true));
-        v.push((vec![2, 1, 0], vec![s3 + 1, s3 - 1, s3 / k], dt, true));
+    let ttc = crate::bench::parse_ttc(crate::bench::TTC_TSV).unwrap_or_default();
+    for (k, c) in ttc.iter().enumerate().filter(|(k, _)| k % 3 == 0) {
+        let vol: usize = c.sizes.iter().product();
+        let dt = if k % 2 == 0 { DType::F32 } else { DType::F64 };
+        let target = if dt == DType::F64 { elems / 2 } else { elems };
+        let f = (target as f64 / vol as f64)
+            .powf(1.0 / c.sizes.len() as f64)
+            .min(1.0);
+        let dims: Vec<usize> = c
+            .sizes
+            .iter()
+            .map(|&d| ((d as f64 * f).round() as usize).max(2))
+            .collect();
+        v.push((c.perm.clone(), dims, dt, false));
     }
+    let side = |r: usize| (elems as f64).powf(1.0 / r as f64).round().max(2.0) as usize;
+    let (s2, s3) = (side(2), side(3));
+    for l in [16usize, 96, 1000] {
+        let m = (elems / l).max(4);
+        let a = (m as f64).sqrt() as usize;
+        v.push((vec![1, 0, 2], vec![a, (m / a).max(2), l], DType::F32, false));
+    }
+    v.push((vec![1, 0], vec![s2 + 1, s2 - 3], DType::F32, true));
+    v.push((vec![2, 1, 0], vec![s3 + 1, s3 - 1, s3], DType::F64, true));
     v
 }
 
@@ -83,20 +87,20 @@ fn time_typed<T: Element>(
     scalar: bool,
     threads: usize,
     p: &Profile,
-) -> Result<(f64, (f64, f64, f64))> {
+) -> Result<(f64, Costs)> {
     let la = Layout::row_major(dims)?;
     let bd: Vec<usize> = perm.iter().map(|&q| dims[q]).collect();
     let lb = Layout::row_major(&bd)?;
-    let a = zeroed::<T>(la.len(), "calibration input")?;
-    let mut b = zeroed::<T>(lb.len(), "calibration output")?;
+    let (a, oa) = zeroed_aligned::<T>(la.len(), "calibration input")?;
+    let (mut b, ob) = zeroed_aligned::<T>(lb.len(), "calibration output")?;
     let opts = TransposeOptions {
         threads: Some(threads),
         isa: scalar.then_some(Isa::Scalar),
         ..Default::default()
     };
     let plan = TransposePlan::new(perm, &la, &lb, T::DTYPE, &opts)?;
-    let av = StridedView::from_slice(&a, la, 0)?;
-    let mut bv = StridedViewMut::from_slice(&mut b, lb, 0)?;
+    let av = StridedView::from_slice(&a, la, oa)?;
+    let mut bv = StridedViewMut::from_slice(&mut b, lb, ob)?;
     plan.execute(T::one(), &av, T::zero(), &mut bv)?;
     let mut best = f64::INFINITY;
     for _ in 0..3 {
@@ -114,7 +118,7 @@ fn time_case(
     scalar: bool,
     threads: usize,
     p: &Profile,
-) -> Result<(f64, (f64, f64, f64))> {
+) -> Result<(f64, Costs)> {
     match dt {
         DType::F64 => time_typed::<f64>(perm, dims, scalar, threads, p),
         _ => time_typed::<f32>(perm, dims, scalar, threads, p),
@@ -132,11 +136,11 @@ pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
         copy,
         transpose: TransposeCoeffs::default(),
     };
-    let (mut logs, mut n) = ([0.0f64; 3], [0usize; 3]);
+    let (mut logs, mut n) = ([0.0f64; 4], [0usize; 4]);
     for (perm, dims, dt, scalar) in training_set(bytes / 4) {
-        let (t, (r, tl, s)) = time_case(&perm, &dims, dt, scalar, threads, &p)?;
+        let (t, costs) = time_case(&perm, &dims, dt, scalar, threads, &p)?;
         // Attribute the case to its dominant class and take log(ideal / measured).
-        let parts = [r, tl, s];
+        let parts = costs.parts();
         let (k, &ideal) = parts
             .iter()
             .enumerate()
@@ -166,7 +170,8 @@ pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
     p.transpose = TransposeCoeffs {
         rows: fit(0, d.rows),
         tile: fit(1, d.tile),
-        scalar: fit(2, d.scalar),
+        tile_stream: fit(2, d.tile_stream),
+        scalar: fit(3, d.scalar),
         overhead: d.overhead,
     };
     p.created = std::time::SystemTime::now()

@@ -15,8 +15,10 @@ use crate::error::{Error, Result};
 pub struct TransposeCoeffs {
     /// Contiguous rows (A and B share their stride-1 dimension).
     pub rows: f64,
-    /// SIMD 2-D tiles.
+    /// SIMD 2-D tiles with ordinary stores.
     pub tile: f64,
+    /// SIMD 2-D tiles with non-temporal (streaming) stores.
+    pub tile_stream: f64,
     /// Scalar tiles (non-unit strides, complex scalars, no SIMD).
     pub scalar: f64,
     /// Fixed cost of one execution, seconds (planning excluded).
@@ -27,7 +29,8 @@ impl Default for TransposeCoeffs {
     fn default() -> Self {
         TransposeCoeffs {
             rows: 0.9,
-            tile: 0.7,
+            tile: 0.4,
+            tile_stream: 0.7,
             scalar: 0.25,
             overhead: 2e-6,
         }
@@ -86,7 +89,7 @@ impl Profile {
             "created": self.created,
             "calibrated": self.calibrated,
             "copy_gbps": self.copy,
-            "transpose": { "rows": t.rows, "tile": t.tile, "scalar": t.scalar, "overhead": t.overhead },
+            "transpose": { "rows": t.rows, "tile": t.tile, "tile_stream": t.tile_stream, "scalar": t.scalar, "overhead": t.overhead },
         });
         serde_json::to_string_pretty(&v).unwrap_or_default()
     }
@@ -130,6 +133,7 @@ impl Profile {
             transpose: TransposeCoeffs {
                 rows: num(t, "rows")?,
                 tile: num(t, "tile")?,
+                tile_stream: num(t, "tile_stream")?,
                 scalar: num(t, "scalar")?,
                 overhead: num(t, "overhead")?,
             },

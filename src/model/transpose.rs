@@ -13,19 +13,55 @@ fn line_use(bytes: f64) -> f64 {
     bytes / (bytes + 48.0)
 }
 
-/// The features of a plan the model uses, with the coefficient-free cost (seconds at
-/// efficiency 1) split by kernel class: `(rows, tile, scalar)`.
-fn unit_costs(plan: &TransposePlan, beta_nonzero: bool, bw: f64) -> (f64, f64, f64) {
+/// The coefficient-free cost of a plan (seconds at efficiency 1), split by kernel class.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Costs {
+    pub rows: f64,
+    pub tile: f64,
+    pub tile_stream: f64,
+    pub scalar: f64,
+}
+
+impl Costs {
+    /// The costs as an array: rows, tile, streamed tile, scalar.
+    pub fn parts(&self) -> [f64; 4] {
+        [self.rows, self.tile, self.tile_stream, self.scalar]
+    }
+}
+
+fn unit_costs(plan: &TransposePlan, beta_nonzero: bool, bw: f64) -> Costs {
     let bytes = plan.bytes_moved(beta_nonzero) as f64;
     let es = plan.dtype().size_bytes() as f64;
-    let base = bytes / bw;
+    // Without streaming stores a write first reads its line: beta = 0 then moves 3x the
+    // size instead of 2x.
+    let rfo = if !beta_nonzero && !plan.streams(true) {
+        1.5
+    } else {
+        1.0
+    };
+    let base = bytes * rfo / bw;
     match plan.kernel() {
-        KernelKind::Rows { n } => (base / line_use(n as f64 * es).max(1e-3), 0.0, 0.0),
+        KernelKind::Rows { n } => Costs {
+            rows: base / line_use(n as f64 * es).max(1e-3),
+            ..Costs::default()
+        },
         KernelKind::Tile { i, j, simd } => {
-            let b = plan.block() as f64;
-            let (ri, rj) = ((i.n as f64).min(b) * es, (j.n as f64).min(b) * es);
+            let (bi, bj) = plan.blocks();
+            let (ri, rj) = (
+                (i.n as f64).min(bi as f64) * es,
+                (j.n as f64).min(bj as f64) * es,
+            );
+            // Streamed runs are whole aligned lines: nothing wasted.
+            let streamed = plan.streams(!beta_nonzero);
             let (ua, ub) = if simd {
-                (line_use(ri), line_use(rj))
+                (
+                    line_use(ri),
+                    if streamed && rj % 64.0 == 0.0 {
+                        1.0
+                    } else {
+                        line_use(rj)
+                    },
+                )
             } else {
                 // Non-unit strides: every element is its own partial line access.
                 let ua = if i.sa.unsigned_abs() == 1 {
@@ -48,12 +84,24 @@ fn unit_costs(plan: &TransposePlan, beta_nonzero: bool, bw: f64) -> (f64, f64, f
             };
             let cost = base * rw;
             if !simd {
-                return (0.0, 0.0, cost);
+                return Costs {
+                    scalar: cost,
+                    ..Costs::default()
+                };
             }
             let w = plan.isa().width(plan.dtype()) as f64;
             let full = |n: usize| ((n as f64 / w).floor() * w) / n as f64;
             let f = full(i.n) * full(j.n);
-            (0.0, cost * f, cost * (1.0 - f))
+            let mut c = Costs {
+                scalar: cost * (1.0 - f),
+                ..Costs::default()
+            };
+            if streamed {
+                c.tile_stream = cost * f;
+            } else {
+                c.tile = cost * f;
+            }
+            c
         }
     }
 }
@@ -74,13 +122,16 @@ pub fn predict_transpose(plan: &TransposePlan, beta_nonzero: bool, p: &Profile) 
         return c.overhead;
     }
     let bw = p.copy_gbps(plan.threads()) * 1e9;
-    let (r, t, s) = unit_costs(plan, beta_nonzero, bw);
-    c.overhead + r / c.rows + t / c.tile + s / c.scalar
+    let u = unit_costs(plan, beta_nonzero, bw);
+    c.overhead
+        + u.rows / c.rows
+        + u.tile / c.tile
+        + u.tile_stream / c.tile_stream
+        + u.scalar / c.scalar
 }
 
-/// The coefficient-free costs of a plan, for fitting: `(rows, tile, scalar)` seconds at
-/// efficiency 1.
-pub(crate) fn features(plan: &TransposePlan, beta_nonzero: bool, p: &Profile) -> (f64, f64, f64) {
+/// The coefficient-free costs of a plan, for fitting.
+pub(crate) fn features(plan: &TransposePlan, beta_nonzero: bool, p: &Profile) -> Costs {
     unit_costs(plan, beta_nonzero, p.copy_gbps(plan.threads()) * 1e9)
 }
 

@@ -21,6 +21,25 @@ pub(crate) fn zeroed<T: Element>(n: usize, what: &str) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// A zero-filled buffer with room for `n` elements starting at a 64-byte boundary: returns
+/// the buffer and the offset of that first aligned element (so that SIMD rows can use
+/// aligned and non-temporal stores).
+pub(crate) fn zeroed_aligned<T: Element>(n: usize, what: &str) -> Result<(Vec<T>, usize)> {
+    let es = std::mem::size_of::<T>();
+    let extra = 64 / es;
+    let v = zeroed::<T>(
+        n.checked_add(extra).ok_or_else(|| Error::Allocation {
+            bytes: usize::MAX,
+            what: what.to_string(),
+        })?,
+        what,
+    )?;
+    let off = (0..extra)
+        .find(|k| (v.as_ptr() as usize + k * es).is_multiple_of(64))
+        .unwrap_or(0);
+    Ok((v, off))
+}
+
 /// Asks the kernel to back the 2 MiB-aligned interior of `[ptr, ptr + bytes)` with
 /// transparent huge pages. Returns whether the advice was taken (always `false` off Linux or
 /// for small buffers). Purely advisory: memory contents are unaffected.

@@ -7,8 +7,8 @@ mod element;
 mod layout;
 mod view;
 
-pub(crate) use alloc::zeroed;
 pub use alloc::{advise_huge, huge_page_mode};
+pub(crate) use alloc::{zeroed, zeroed_aligned};
 pub use element::{DType, Element};
 pub(crate) use layout::spans_overlap;
 pub use layout::{check_permutation, Layout};

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::kernel::{self, Isa, MicroFn, Scalars, Tile};
+use super::kernel::{self, Isa, Micro, Scalars, Tile};
 use super::problem::{Dim, Normalized};
 use crate::error::{Error, Result};
 use crate::tensor::{spans_overlap, DType, Element, Layout, StridedView, StridedViewMut};
@@ -45,7 +45,14 @@ pub struct TransposeOptions {
     pub isa: Option<Isa>,
     /// Force the macro-tile edge in elements (a multiple of the micro-tile width).
     pub block: Option<usize>,
+    /// Force non-temporal stores on (`Some(true)`) or off; `None`: on for `beta == 0` and
+    /// outputs of at least [`STREAM_MIN_BYTES`].
+    pub streaming: Option<bool>,
 }
+
+/// Outputs at least this large are written with non-temporal stores when `beta == 0`
+/// (they would not stay in cache anyway, and streaming skips reading them first).
+pub const STREAM_MIN_BYTES: usize = 16 << 20;
 
 /// What a loop of the plan walks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -110,9 +117,11 @@ pub struct TransposePlan {
     kernel: KernelKind,
     loops: Vec<Loop>,
     block: usize,
+    block_j: usize,
     isa: Isa,
     threads: usize,
     tasks: usize,
+    streaming: Option<bool>,
     /// For short rows: a loop folded into each unit (several rows per kernel call).
     row_batch: Option<Dim>,
 }
@@ -221,18 +230,20 @@ impl TransposePlan {
             kernel: KernelKind::Rows { n: 1 },
             loops: Vec::new(),
             block: 1,
+            block_j: 1,
             isa,
             threads,
             tasks: 1,
+            streaming: options.streaming,
             row_batch: None,
         };
-        plan.build(0.5, options.block, false);
+        plan.build(0.5, options.block.map(|b| (b, b)), false);
         Ok(plan)
     }
 
     /// Chooses the macro-kernel, the loop order (with A-rank `bias`), the block size and the
     /// parallel split. `swap_blocks` puts the A-side block loop innermost instead of B's.
-    fn build(&mut self, bias: f64, block: Option<usize>, swap_blocks: bool) {
+    fn build(&mut self, bias: f64, block: Option<(usize, usize)>, swap_blocks: bool) {
         let dims = self.norm.dims().to_vec();
         let keys = loop_keys(&dims, bias);
         let w = self.isa.width(self.dtype);
@@ -267,9 +278,17 @@ impl TransposePlan {
                 };
                 let dj_ = dims[j];
                 let di_ = i.map_or(Dim { n: 1, sa: 0, sb: 0 }, |k| dims[k]);
-                let simd = di_.sa == 1 && dj_.sb == 1 && di_.n > 1;
-                let b = block.unwrap_or(if simd { 4 * w } else { 16 }).max(1);
+                let simd = di_.sa == 1 && dj_.sb == 1 && di_.n > 1 && self.isa != Isa::Scalar;
+                // Macro-tiles are long strips: `w` of B's stride-1 dim by ~16 KiB of A's, so
+                // that A is read as `w` sequential streams and B written a full line per row.
+                let es = self.dtype.size_bytes();
+                let (b, bjx) = match block {
+                    Some((bi, bj)) => (bi.max(1), bj.max(1)),
+                    None if simd => (((16384 / es) / w).max(1) * w, w),
+                    None => (16, 16),
+                };
                 self.block = b;
+                self.block_j = bjx;
                 self.kernel = KernelKind::Tile {
                     i: di_,
                     j: dj_,
@@ -283,9 +302,9 @@ impl TransposePlan {
                     role: Role::BlockI,
                 };
                 let bj = Loop {
-                    count: dj_.n.div_ceil(b),
-                    sa: dj_.sa * b as isize,
-                    sb: dj_.sb * b as isize,
+                    count: dj_.n.div_ceil(bjx),
+                    sa: dj_.sa * bjx as isize,
+                    sb: dj_.sb * bjx as isize,
                     role: Role::BlockJ,
                 };
                 inner_loops = if swap_blocks {
@@ -320,12 +339,54 @@ impl TransposePlan {
             })
             .chain(inner_loops)
             .collect();
+        if self.streams_rows() && !swap_blocks {
+            // Streaming SIMD tiles: B is written a full line per row and micro-tile, in any
+            // order, without being read; what matters is that A is read in long sequential
+            // runs. Keep the A-side block loop innermost and order every other loop (the
+            // B-side block loop included) by A stride, smallest innermost, so that the `w`
+            // rows of A a strip reads continue through the next loops.
+            let inner = self.loops.iter().position(|l| l.role == Role::BlockI);
+            if let Some(pos) = inner {
+                let bi = self.loops.remove(pos);
+                self.loops
+                    .sort_by_key(|l| std::cmp::Reverse(l.sa.unsigned_abs()));
+                self.loops.push(bi);
+            }
+        }
         let units: usize = self.loops.iter().map(|l| l.count).product();
         self.tasks = if self.threads == 1 || self.norm.is_empty() {
             1
         } else {
             units.min(self.threads * 8).max(1)
         };
+    }
+
+    /// Whether streaming stores can apply to every micro-tile row: a SIMD tile whose B rows
+    /// are a multiple of the vector size apart, on an output large enough to stream.
+    fn streams_rows(&self) -> bool {
+        match self.kernel {
+            KernelKind::Tile { i, simd: true, .. } => {
+                let align = if self.isa == Isa::Avx512 { 64 } else { 32 };
+                let row_bytes = i.sb.unsigned_abs() * self.dtype.size_bytes();
+                row_bytes.is_multiple_of(align)
+                    && self.streaming.unwrap_or(
+                        self.norm.elements() * self.dtype.size_bytes() >= STREAM_MIN_BYTES,
+                    )
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether an execution uses non-temporal stores: only when B is overwritten
+    /// (`beta == 0`), is larger than [`STREAM_MIN_BYTES`] (or as forced by
+    /// [`TransposeOptions::streaming`]), and the kernel is a SIMD tile or a row copy.
+    pub fn streams(&self, beta_zero: bool) -> bool {
+        let simd = matches!(
+            self.kernel,
+            KernelKind::Tile { simd: true, .. } | KernelKind::Rows { .. }
+        ) && self.isa != Isa::Scalar;
+        let big = self.norm.elements() * self.dtype.size_bytes() >= STREAM_MIN_BYTES;
+        simd && beta_zero && self.streaming.unwrap_or(big)
     }
 
     /// The macro-kernel chosen.
@@ -346,6 +407,12 @@ impl TransposePlan {
     /// Macro-tile edge (tiles) or chunk length (rows), in elements.
     pub fn block(&self) -> usize {
         self.block
+    }
+
+    /// Macro-tile extents `(along A's stride-1 dim, along B's)` for tiles; `(chunk, 1)` for
+    /// rows.
+    pub fn blocks(&self) -> (usize, usize) {
+        (self.block, self.block_j)
     }
 
     /// Element type.
@@ -379,11 +446,12 @@ impl TransposePlan {
                 None => format!("rows of {n}"),
             },
             KernelKind::Tile { i, j, simd } => format!(
-                "tile {}x{} ({}, block {})",
+                "tile {}x{} ({}, block {}x{})",
                 i.n,
                 j.n,
                 if simd { self.isa.name() } else { "scalar" },
-                self.block
+                self.block,
+                self.block_j
             ),
         };
         let loops: Vec<String> = self
@@ -397,7 +465,12 @@ impl TransposePlan {
             })
             .collect();
         format!(
-            "{kernel}; loops [{}]; {} thread(s), {} task(s)",
+            "{kernel}{}; loops [{}]; {} thread(s), {} task(s)",
+            if self.streams(true) {
+                ", streaming stores"
+            } else {
+                ""
+            },
             loops.join(" "),
             self.threads,
             self.tasks
@@ -426,19 +499,24 @@ impl TransposePlan {
             a: a.as_ptr(),
             b: b.as_mut_ptr(),
         };
+        let stream = self.streams(beta.is_exact_zero());
         let units: usize = self.loops.iter().map(|l| l.count).product();
+        let run = |s: usize, e: usize| {
+            // SAFETY: see `run_range`; callers pass disjoint unit ranges.
+            unsafe { self.run_range(p, s, e, &sc, micro.as_ref(), stream) };
+            if stream {
+                kernel::store_fence();
+            }
+        };
         if self.tasks <= 1 {
-            // SAFETY: see `run_range`; one task covers every unit once.
-            unsafe { self.run_range(p, 0, units, &sc, micro) };
+            run(0, units);
             return Ok(());
         }
         let tasks = self.tasks;
         on_threads(self.threads, || {
-            (0..tasks).into_par_iter().for_each(|t| {
-                let (s, e) = (units * t / tasks, units * (t + 1) / tasks);
-                // SAFETY: tasks cover disjoint unit ranges (see `Ptrs`).
-                unsafe { self.run_range(p, s, e, &sc, micro) };
-            });
+            (0..tasks)
+                .into_par_iter()
+                .for_each(|t| run(units * t / tasks, units * (t + 1) / tasks));
         });
         Ok(())
     }
@@ -476,7 +554,8 @@ impl TransposePlan {
         s: usize,
         e: usize,
         sc: &Scalars<T>,
-        micro: Option<(usize, MicroFn)>,
+        micro: Option<&Micro>,
+        stream: bool,
     ) {
         if s >= e {
             return;
@@ -500,18 +579,33 @@ impl TransposePlan {
             match self.kernel {
                 KernelKind::Rows { n } => {
                     let len = pc.map_or(n, |c| b.min(n - idx[c] * b));
+                    // Streaming pays off on rows of at least a few lines; below that the call and
+                    // the partial lines at both ends cost more than the read of B it saves.
+                    let long = len * self.dtype.size_bytes() >= 1024;
+                    let copy = if stream && long {
+                        kernel::stream_copy(self.isa)
+                    } else {
+                        None
+                    };
                     match self.row_batch {
                         Some(d) => {
                             for r in 0..d.n as isize {
-                                kernel::row(a0.offset(r * d.sa), b0.offset(r * d.sb), len, sc);
+                                kernel::row(
+                                    a0.offset(r * d.sa),
+                                    b0.offset(r * d.sb),
+                                    len,
+                                    sc,
+                                    copy,
+                                );
                             }
                         }
-                        None => kernel::row(a0, b0, len, sc),
+                        None => kernel::row(a0, b0, len, sc, copy),
                     }
                 }
                 KernelKind::Tile { i, j, .. } => {
                     let ni = pi.map_or(1, |k| b.min(i.n - idx[k] * b));
-                    let nj = pj.map_or(1, |k| b.min(j.n - idx[k] * b));
+                    let bj = self.block_j;
+                    let nj = pj.map_or(1, |k| bj.min(j.n - idx[k] * bj));
                     let t = Tile {
                         ni,
                         nj,
@@ -521,7 +615,9 @@ impl TransposePlan {
                         sbj: j.sb,
                     };
                     match micro {
-                        Some(m) if ni >= m.0 && nj >= m.0 => kernel::tile_simd(a0, b0, &t, sc, m),
+                        Some(m) if ni >= m.w && nj >= m.w => {
+                            kernel::tile_simd(a0, b0, &t, sc, m, stream)
+                        }
                         _ => kernel::tile_scalar(a0, b0, &t, sc),
                     }
                 }
@@ -565,9 +661,14 @@ impl TransposePlan {
         let mut candidates = vec![base.clone()];
         for bias in [0.5, -0.5, 1.5, 100.0] {
             for swap in [false, true] {
-                for blk in [None, Some(2 * w), Some(8 * w)] {
+                for blk in [
+                    None,
+                    Some((4 * w, 4 * w)),
+                    Some((256 * w, 2 * w)),
+                    Some((64 * w, w)),
+                ] {
                     let mut c = base.clone();
-                    c.build(bias, options.block.or(blk), swap);
+                    c.build(bias, options.block.map(|b| (b, b)).or(blk), swap);
                     if !candidates
                         .iter()
                         .any(|x| x.loops == c.loops && x.block == c.block)

@@ -7,7 +7,9 @@
 //! # Safety (all kernels)
 //! The CPU supports AVX2; for `k, i < W`, the `W` elements at `a + k*lda` are
 //! readable and the `W` elements at `b + i*ldb` are writable (and readable when `M == AXPBY`)
-//! and overlap no source element.
+//! and overlap no source element. With `NT`, every `b + i*ldb` is aligned to the
+//! register size (32 bytes), and the caller issues a store fence before the data is read
+//! by another thread.
 
 use std::arch::x86_64::*;
 
@@ -15,7 +17,7 @@ use super::{AXPBY, COPY};
 
 /// Stores 8 f32 lanes, scaled: `v`, `al*v` or `al*v + be*old`.
 #[inline(always)]
-unsafe fn store_ps<const M: u8>(dst: *mut u8, v: __m256, al: f64, be: f64) {
+unsafe fn store_ps<const M: u8, const NT: bool>(dst: *mut u8, v: __m256, al: f64, be: f64) {
     let p = dst as *mut f32;
     let v = if M == COPY {
         v
@@ -30,12 +32,17 @@ unsafe fn store_ps<const M: u8>(dst: *mut u8, v: __m256, al: f64, be: f64) {
             s
         }
     };
-    _mm256_storeu_ps(p, v);
+    if NT {
+        // Non-temporal: the caller checked that `dst` is 32-byte aligned.
+        _mm256_stream_ps(p, v);
+    } else {
+        _mm256_storeu_ps(p, v);
+    }
 }
 
 /// Stores 4 f64 lanes, scaled.
 #[inline(always)]
-unsafe fn store_pd<const M: u8>(dst: *mut u8, v: __m256d, al: f64, be: f64) {
+unsafe fn store_pd<const M: u8, const NT: bool>(dst: *mut u8, v: __m256d, al: f64, be: f64) {
     let p = dst as *mut f64;
     let v = if M == COPY {
         v
@@ -47,12 +54,17 @@ unsafe fn store_pd<const M: u8>(dst: *mut u8, v: __m256d, al: f64, be: f64) {
             s
         }
     };
-    _mm256_storeu_pd(p, v);
+    if NT {
+        // Non-temporal: the caller checked that `dst` is 32-byte aligned.
+        _mm256_stream_pd(p, v);
+    } else {
+        _mm256_storeu_pd(p, v);
+    }
 }
 
 /// f32, 8×8.
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn t_f32<const M: u8>(
+pub(crate) unsafe fn t_f32<const M: u8, const NT: bool>(
     a: *const u8,
     lda: isize,
     b: *mut u8,
@@ -90,7 +102,7 @@ pub(crate) unsafe fn t_f32<const M: u8>(
         _mm256_permute2f128_ps::<0x31>(s3, s7),
     ];
     for (i, v) in c.into_iter().enumerate() {
-        store_ps::<M>(b.offset(i as isize * ldb), v, al, be);
+        store_ps::<M, NT>(b.offset(i as isize * ldb), v, al, be);
     }
 }
 
@@ -113,7 +125,7 @@ unsafe fn tr4x8(a: *const u8, lda: isize) -> [__m256d; 4] {
 
 /// f64, 4×4.
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn t_f64<const M: u8>(
+pub(crate) unsafe fn t_f64<const M: u8, const NT: bool>(
     a: *const u8,
     lda: isize,
     b: *mut u8,
@@ -122,13 +134,13 @@ pub(crate) unsafe fn t_f64<const M: u8>(
     be: f64,
 ) {
     for (i, v) in tr4x8(a, lda).into_iter().enumerate() {
-        store_pd::<M>(b.offset(i as isize * ldb), v, al, be);
+        store_pd::<M, NT>(b.offset(i as isize * ldb), v, al, be);
     }
 }
 
 /// Complex32 (8-byte units, f32 arithmetic with real scalars), 4×4.
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn t_c32<const M: u8>(
+pub(crate) unsafe fn t_c32<const M: u8, const NT: bool>(
     a: *const u8,
     lda: isize,
     b: *mut u8,
@@ -137,13 +149,13 @@ pub(crate) unsafe fn t_c32<const M: u8>(
     be: f64,
 ) {
     for (i, v) in tr4x8(a, lda).into_iter().enumerate() {
-        store_ps::<M>(b.offset(i as isize * ldb), _mm256_castpd_ps(v), al, be);
+        store_ps::<M, NT>(b.offset(i as isize * ldb), _mm256_castpd_ps(v), al, be);
     }
 }
 
 /// Complex64 (16-byte units, f64 arithmetic with real scalars), 2×2.
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn t_c64<const M: u8>(
+pub(crate) unsafe fn t_c64<const M: u8, const NT: bool>(
     a: *const u8,
     lda: isize,
     b: *mut u8,
@@ -153,11 +165,30 @@ pub(crate) unsafe fn t_c64<const M: u8>(
 ) {
     let r0 = _mm256_loadu_pd(a as *const f64);
     let r1 = _mm256_loadu_pd(a.offset(lda) as *const f64);
-    store_pd::<M>(b, _mm256_permute2f128_pd::<0x20>(r0, r1), al, be);
-    store_pd::<M>(
+    store_pd::<M, NT>(b, _mm256_permute2f128_pd::<0x20>(r0, r1), al, be);
+    store_pd::<M, NT>(
         b.offset(ldb),
         _mm256_permute2f128_pd::<0x31>(r0, r1),
         al,
         be,
     );
+}
+
+/// Copies `bytes` bytes with non-temporal stores for every whole 32-byte block of `dst`
+/// (ordinary stores for the partial blocks at either end).
+///
+/// # Safety
+/// AVX2 is available; `src[..bytes]` is readable, `dst[..bytes]` writable, and they do not
+/// overlap; the caller issues a store fence before the data is read by another thread.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn stream_copy(src: *const u8, dst: *mut u8, bytes: usize) {
+    let head = ((32 - (dst as usize) % 32) % 32).min(bytes);
+    std::ptr::copy_nonoverlapping(src, dst, head);
+    let mut k = head;
+    while k + 32 <= bytes {
+        let v = _mm256_loadu_si256(src.add(k) as *const __m256i);
+        _mm256_stream_si256(dst.add(k) as *mut __m256i, v);
+        k += 32;
+    }
+    std::ptr::copy_nonoverlapping(src.add(k), dst.add(k), bytes - k);
 }

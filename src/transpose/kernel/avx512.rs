@@ -3,7 +3,8 @@
 //! permutes: stage `s` swaps the off-diagonal `s×s` blocks of every `2s×2s` block, so after
 //! the stages `s = 1, 2, 4, ...` element `(k, i)` sits at `(i, k)`.
 //!
-//! Layout and safety contract as in [`super::avx2`], with AVX-512F instead of AVX2.
+//! Layout and safety contract as in [`super::avx2`], with AVX-512F instead of AVX2 and
+//! 64-byte alignment for the non-temporal (`NT`) variants.
 
 use std::arch::x86_64::*;
 
@@ -55,7 +56,7 @@ static IDX32: [[[i32; 16]; 2]; 4] = [
 static IDX64: [[[i64; 8]; 2]; 3] = [[S8[0].0, S8[0].1], [S8[1].0, S8[1].1], [S8[2].0, S8[2].1]];
 
 #[inline(always)]
-unsafe fn store_ps<const M: u8>(dst: *mut u8, v: __m512, al: f64, be: f64) {
+unsafe fn store_ps<const M: u8, const NT: bool>(dst: *mut u8, v: __m512, al: f64, be: f64) {
     let p = dst as *mut f32;
     let v = if M == COPY {
         v
@@ -70,11 +71,16 @@ unsafe fn store_ps<const M: u8>(dst: *mut u8, v: __m512, al: f64, be: f64) {
             s
         }
     };
-    _mm512_storeu_ps(p, v);
+    if NT {
+        // Non-temporal: the caller checked that `dst` is 64-byte aligned.
+        _mm512_stream_ps(p, v);
+    } else {
+        _mm512_storeu_ps(p, v);
+    }
 }
 
 #[inline(always)]
-unsafe fn store_pd<const M: u8>(dst: *mut u8, v: __m512d, al: f64, be: f64) {
+unsafe fn store_pd<const M: u8, const NT: bool>(dst: *mut u8, v: __m512d, al: f64, be: f64) {
     let p = dst as *mut f64;
     let v = if M == COPY {
         v
@@ -86,7 +92,12 @@ unsafe fn store_pd<const M: u8>(dst: *mut u8, v: __m512d, al: f64, be: f64) {
             s
         }
     };
-    _mm512_storeu_pd(p, v);
+    if NT {
+        // Non-temporal: the caller checked that `dst` is 64-byte aligned.
+        _mm512_stream_pd(p, v);
+    } else {
+        _mm512_storeu_pd(p, v);
+    }
 }
 
 /// One butterfly stage on rows `r`: for every listed `k` (with bit `s` clear), rows `k` and
@@ -145,7 +156,7 @@ unsafe fn tr8x8(a: *const u8, lda: isize) -> [__m512d; 8] {
 
 /// f32, 16×16.
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn t_f32<const M: u8>(
+pub(crate) unsafe fn t_f32<const M: u8, const NT: bool>(
     a: *const u8,
     lda: isize,
     b: *mut u8,
@@ -154,13 +165,13 @@ pub(crate) unsafe fn t_f32<const M: u8>(
     be: f64,
 ) {
     for (i, v) in tr16x4(a, lda).into_iter().enumerate() {
-        store_ps::<M>(b.offset(i as isize * ldb), v, al, be);
+        store_ps::<M, NT>(b.offset(i as isize * ldb), v, al, be);
     }
 }
 
 /// f64, 8×8.
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn t_f64<const M: u8>(
+pub(crate) unsafe fn t_f64<const M: u8, const NT: bool>(
     a: *const u8,
     lda: isize,
     b: *mut u8,
@@ -169,13 +180,13 @@ pub(crate) unsafe fn t_f64<const M: u8>(
     be: f64,
 ) {
     for (i, v) in tr8x8(a, lda).into_iter().enumerate() {
-        store_pd::<M>(b.offset(i as isize * ldb), v, al, be);
+        store_pd::<M, NT>(b.offset(i as isize * ldb), v, al, be);
     }
 }
 
 /// Complex32 (8-byte units, f32 arithmetic with real scalars), 8×8.
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn t_c32<const M: u8>(
+pub(crate) unsafe fn t_c32<const M: u8, const NT: bool>(
     a: *const u8,
     lda: isize,
     b: *mut u8,
@@ -184,14 +195,14 @@ pub(crate) unsafe fn t_c32<const M: u8>(
     be: f64,
 ) {
     for (i, v) in tr8x8(a, lda).into_iter().enumerate() {
-        store_ps::<M>(b.offset(i as isize * ldb), _mm512_castpd_ps(v), al, be);
+        store_ps::<M, NT>(b.offset(i as isize * ldb), _mm512_castpd_ps(v), al, be);
     }
 }
 
 /// Complex64 (16-byte units, f64 arithmetic with real scalars), 4×4: the 8×8 butterfly on
 /// f64 lanes with its first stage (single lanes) left out, so lane pairs move together.
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn t_c64<const M: u8>(
+pub(crate) unsafe fn t_c64<const M: u8, const NT: bool>(
     a: *const u8,
     lda: isize,
     b: *mut u8,
@@ -205,6 +216,26 @@ pub(crate) unsafe fn t_c64<const M: u8>(
     stage!(_mm512_permutex2var_pd, r, IDX64[1], 1; 0, 2);
     stage!(_mm512_permutex2var_pd, r, IDX64[2], 2; 0, 1);
     for (i, v) in r.into_iter().enumerate() {
-        store_pd::<M>(b.offset(i as isize * ldb), v, al, be);
+        store_pd::<M, NT>(b.offset(i as isize * ldb), v, al, be);
     }
+}
+
+/// Copies `bytes` bytes from `src` to `dst` with non-temporal stores for every 64-byte
+/// line of `dst` that the range covers whole (ordinary stores for the partial lines at
+/// either end).
+///
+/// # Safety
+/// AVX-512F is available; `src[..bytes]` is readable, `dst[..bytes]` writable, and they do not
+/// overlap; the caller issues a store fence before the data is read by another thread.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn stream_copy(src: *const u8, dst: *mut u8, bytes: usize) {
+    let head = ((64 - (dst as usize) % 64) % 64).min(bytes);
+    std::ptr::copy_nonoverlapping(src, dst, head);
+    let mut k = head;
+    while k + 64 <= bytes {
+        let v = _mm512_loadu_si512(src.add(k) as *const __m512i);
+        _mm512_stream_si512(dst.add(k) as *mut __m512i, v);
+        k += 64;
+    }
+    std::ptr::copy_nonoverlapping(src.add(k), dst.add(k), bytes - k);
 }

@@ -98,6 +98,24 @@ impl Isa {
 /// A SIMD micro-kernel: `(a, lda_bytes, b, ldb_bytes, alpha, beta)`, see [`avx2`].
 pub(crate) type MicroFn = unsafe fn(*const u8, isize, *mut u8, isize, f64, f64);
 
+/// A micro-kernel with its tile width and, for `beta == 0`, its non-temporal-store variant
+/// (used on destinations aligned to `align` bytes).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Micro {
+    pub w: usize,
+    pub f: MicroFn,
+    pub nt: Option<(MicroFn, usize)>,
+}
+
+/// Orders earlier non-temporal stores before later stores (a no-op off x86-64).
+pub(crate) fn store_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `sfence` has no preconditions (SSE is part of the x86-64 baseline).
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    }
+}
+
 /// The scalars of one execution, with the kernel mode they select.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Scalars<T> {
@@ -137,7 +155,7 @@ impl<T: Element> Scalars<T> {
 }
 
 /// The micro-kernel of `isa` for `T` and the scalars' mode, with its width.
-pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<(usize, MicroFn)> {
+pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
     if isa == Isa::Scalar || !sc.real() || !isa.is_available() {
         return None;
     }
@@ -146,13 +164,19 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<(usize, Mic
         macro_rules! pick {
             ($m:ident :: $f:ident) => {
                 match sc.mode {
-                    COPY => $m::$f::<COPY> as MicroFn,
-                    SCALE => $m::$f::<SCALE> as MicroFn,
-                    _ => $m::$f::<AXPBY> as MicroFn,
+                    COPY => (
+                        $m::$f::<COPY, false> as MicroFn,
+                        Some($m::$f::<COPY, true> as MicroFn),
+                    ),
+                    SCALE => (
+                        $m::$f::<SCALE, false> as MicroFn,
+                        Some($m::$f::<SCALE, true> as MicroFn),
+                    ),
+                    _ => ($m::$f::<AXPBY, false> as MicroFn, None),
                 }
             };
         }
-        let f = match (isa, T::DTYPE) {
+        let (f, nt) = match (isa, T::DTYPE) {
             (Isa::Avx2, DType::F32) => pick!(avx2::t_f32),
             (Isa::Avx2, DType::F64) => pick!(avx2::t_f64),
             (Isa::Avx2, DType::C32) => pick!(avx2::t_c32),
@@ -163,7 +187,12 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<(usize, Mic
             (Isa::Avx512, DType::C64) => pick!(avx512::t_c64),
             (Isa::Scalar, _) => return None,
         };
-        Some((isa.width(T::DTYPE), f))
+        let align = if isa == Isa::Avx512 { 64 } else { 32 };
+        Some(Micro {
+            w: isa.width(T::DTYPE),
+            f,
+            nt: nt.map(|g| (g, align)),
+        })
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -198,7 +227,8 @@ pub(crate) unsafe fn tile_scalar<T: Element>(a: *const T, b: *mut T, t: &Tile, s
 }
 
 /// A tile covered by `w×w` SIMD micro-tiles, with scalar strips narrower than `w` on the
-/// right and bottom edges. Requires `sai == 1` and `sbj == 1`.
+/// right and bottom edges. Requires `sai == 1` and `sbj == 1`. With `stream`, micro-tiles
+/// whose destination rows are aligned use non-temporal stores (the caller fences).
 ///
 /// # Safety
 /// As [`tile_scalar`], plus: `micro` runs on this CPU and `t.sai == 1 && t.sbj == 1`.
@@ -207,15 +237,28 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     b: *mut T,
     t: &Tile,
     sc: &Scalars<T>,
-    (w, f): (usize, MicroFn),
+    m: &Micro,
+    stream: bool,
 ) {
+    let w = m.w;
     debug_assert!(t.sai == 1 && t.sbj == 1);
     let es = std::mem::size_of::<T>() as isize;
     let (fi, fj) = (t.ni / w * w, t.nj / w * w);
     let (lda, ldb) = (t.saj * es, t.sbi * es);
     let (al, be) = (sc.alpha.re(), sc.beta.re());
+    // Non-temporal stores when every destination row of a micro-tile is aligned: rows are
+    // `ldb` bytes apart, so that is `ldb` and the first row's address being multiples.
+    let nt = match m.nt {
+        Some((g, align)) if stream && ldb % align as isize == 0 => Some((g, align)),
+        _ => None,
+    };
     for i0 in (0..fi as isize).step_by(w) {
         for j0 in (0..fj as isize).step_by(w) {
+            let dst = b.offset(j0 + i0 * t.sbi);
+            let f = match nt {
+                Some((g, align)) if (dst as usize).is_multiple_of(align) => g,
+                _ => m.f,
+            };
             f(
                 a.offset(i0 + j0 * t.saj) as *const u8,
                 lda,
@@ -239,11 +282,44 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     tile_scalar(a.offset(fj as isize * t.saj), b.add(fj), &right, sc);
 }
 
-/// A contiguous row of `n` elements in both A and B.
+/// A streaming byte copy for `isa` (non-temporal stores on whole lines), if it has one.
+pub(crate) fn stream_copy(isa: Isa) -> Option<unsafe fn(*const u8, *mut u8, usize)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match isa {
+            Isa::Avx512 if isa.is_available() => {
+                Some(avx512::stream_copy as unsafe fn(*const u8, *mut u8, usize))
+            }
+            Isa::Avx2 if isa.is_available() => {
+                Some(avx2::stream_copy as unsafe fn(*const u8, *mut u8, usize))
+            }
+            _ => None,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = isa;
+        None
+    }
+}
+
+/// A contiguous row of `n` elements in both A and B; plain copies go through `stream` (a
+/// non-temporal copy) when given.
 ///
 /// # Safety
-/// `a[..n]` is readable, `b[..n]` writable, and they do not overlap.
-pub(crate) unsafe fn row<T: Element>(a: *const T, b: *mut T, n: usize, sc: &Scalars<T>) {
+/// `a[..n]` is readable, `b[..n]` writable, and they do not overlap; `stream` runs on this
+/// CPU.
+pub(crate) unsafe fn row<T: Element>(
+    a: *const T,
+    b: *mut T,
+    n: usize,
+    sc: &Scalars<T>,
+    stream: Option<unsafe fn(*const u8, *mut u8, usize)>,
+) {
+    if let (COPY, Some(copy)) = (sc.mode, stream) {
+        copy(a as *const u8, b as *mut u8, n * std::mem::size_of::<T>());
+        return;
+    }
     match sc.mode {
         // Short rows: an inline loop beats a call to memcpy.
         COPY if n * std::mem::size_of::<T>() <= 256 => {
@@ -278,16 +354,22 @@ mod tests {
     use super::*;
     use num_complex::{Complex32, Complex64};
 
-    /// Every micro-kernel against the scalar tile, on a tile with remainders.
-    fn check<T: Element>() {
+    /// Every micro-kernel against the scalar tile, on a tile with remainders; `ldb` of 64
+    /// elements and an aligned start make the non-temporal variants run too.
+    fn check<T: Element>(ldb_pad: usize) {
         let (ni, nj) = (37usize, 29usize);
-        let (lda, ldb) = (ni + 3, nj + 5);
+        let (lda, ldb) = (ni + 3, nj + ldb_pad);
         let a: Vec<T> = (0..lda * nj)
             .map(|x| T::from_parts(x as f64 * 0.5 - 7.0, x as f64))
             .collect();
-        let b0: Vec<T> = (0..ldb * ni)
+        let b0: Vec<T> = (0..ldb * ni + 64)
             .map(|x| T::from_parts(1.0 + x as f64, -(x as f64)))
             .collect();
+        // First 64-byte-aligned element of the destination buffer.
+        let es = std::mem::size_of::<T>();
+        let off = (0..64)
+            .find(|k| (b0.as_ptr() as usize + k * es).is_multiple_of(64))
+            .unwrap_or(0);
         let t = Tile {
             ni,
             nj,
@@ -296,27 +378,43 @@ mod tests {
             sbi: ldb as isize,
             sbj: 1,
         };
+        let mut checked = 0;
         for (al, be) in [(1.0, 0.0), (-2.5, 0.0), (0.5, 3.0), (1.0, 1.0)] {
             let sc = Scalars::new(T::from_f64(al), T::from_f64(be));
             let mut want = b0.clone();
-            unsafe { tile_scalar(a.as_ptr(), want.as_mut_ptr(), &t, &sc) };
+            unsafe { tile_scalar(a.as_ptr(), want.as_mut_ptr().add(off), &t, &sc) };
             for isa in Isa::available() {
                 let Some(m) = micro::<T>(isa, &sc) else {
                     continue;
                 };
-                let mut got = b0.clone();
-                unsafe { tile_simd(a.as_ptr(), got.as_mut_ptr(), &t, &sc, m) };
-                assert_eq!(got, want, "{:?} {isa:?} alpha {al} beta {be}", T::DTYPE);
+                for stream in [false, true] {
+                    let mut got = b0.clone();
+                    unsafe {
+                        tile_simd(a.as_ptr(), got.as_mut_ptr().add(off), &t, &sc, &m, stream)
+                    };
+                    store_fence();
+                    assert_eq!(
+                        got,
+                        want,
+                        "{:?} {isa:?} alpha {al} beta {be} stream {stream}",
+                        T::DTYPE
+                    );
+                }
+                checked += 1;
             }
         }
+        // Every SIMD level of this CPU was exercised, for every scalar mode.
+        assert_eq!(checked, 4 * (Isa::available().len() - 1));
     }
 
     #[test]
     fn micro_kernels_match_scalar() {
-        check::<f32>();
-        check::<f64>();
-        check::<Complex32>();
-        check::<Complex64>();
+        for pad in [5, 64 - 29] {
+            check::<f32>(pad);
+            check::<f64>(pad);
+            check::<Complex32>(pad);
+            check::<Complex64>(pad);
+        }
     }
 
     #[test]

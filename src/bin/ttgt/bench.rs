@@ -1,0 +1,240 @@
+//! `ttgt bench transpose`: the transposition engine on the TTC table or on all permutations of
+//! a rank, each case beside a plain copy of the same bytes measured in the same run, with the
+//! cost model's prediction; a summary (mean and minimum ratio, model error), grouped by rank
+//! after fusion for the all-permutations set.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+use ttgt::bench::{
+    all_perms, bench_transpose, parse_ttc, TransposeBenchOptions, TransposeCase, TransposeResult,
+    TTC_TSV,
+};
+use ttgt::transpose::Tuning;
+use ttgt::DType;
+
+use crate::error::{CliError, CliResult};
+use crate::say;
+
+/// What to benchmark.
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Tensor transpositions (B = perm(A)) beside a same-size memory copy.
+    Transpose(TransposeArgs),
+}
+
+/// Arguments of `ttgt bench transpose`.
+#[derive(Args, Debug)]
+pub struct TransposeArgs {
+    /// A TTC-format table (default: the TTC benchmark shipped in benches/data).
+    #[arg(long, value_name = "FILE.tsv")]
+    pub cases: Option<PathBuf>,
+    /// Instead of a table: all permutations of this rank (TTLG's test), every extent --extent.
+    #[arg(long, value_name = "RANK")]
+    pub all_perms: Option<usize>,
+    /// Extent of every dimension for --all-perms.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub extent: usize,
+    /// Element type: f32, f64, c32 or c64.
+    #[arg(long, value_name = "TYPE", default_value = "f32")]
+    pub dtype: String,
+    /// Threads for the transposition and for the copy reference (default: all cores).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Timed executions per case; the best is reported.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub repeat: usize,
+    /// beta of B = perm(A) + beta*B (0: B overwritten).
+    #[arg(
+        long,
+        value_name = "B",
+        default_value_t = 0.0,
+        allow_hyphen_values = true
+    )]
+    pub beta: f64,
+    /// Tune each plan by measurement for this many milliseconds (default: heuristics only).
+    #[arg(long, value_name = "MS")]
+    pub measure: Option<u64>,
+    /// Run only the cases whose names contain this text, or a comma list of TTC ids.
+    #[arg(long, value_name = "TEXT")]
+    pub only: Option<String>,
+    /// One JSON object per case and one summary object, one per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn cases(a: &TransposeArgs) -> CliResult<Vec<TransposeCase>> {
+    let mut list = match a.all_perms {
+        Some(r) if (1..=8).contains(&r) => all_perms(r, a.extent),
+        Some(r) => {
+            return Err(CliError::new(format!(
+                "--all-perms takes a rank from 1 to 8, got {r}"
+            )))
+        }
+        None => {
+            let text = match &a.cases {
+                Some(p) => std::fs::read_to_string(p)
+                    .map_err(|e| CliError::new(format!("cannot read {}: {e}", p.display())))?,
+                None => TTC_TSV.to_string(),
+            };
+            parse_ttc(&text)?
+        }
+    };
+    if let Some(only) = &a.only {
+        let ids: Vec<String> = only
+            .split(',')
+            .map(|s| format!("ttc-{}", s.trim()))
+            .collect();
+        list.retain(|c| c.name.contains(only.as_str()) || ids.contains(&c.name));
+    }
+    if list.is_empty() {
+        return Err(CliError::new("no benchmark case selected"));
+    }
+    Ok(list)
+}
+
+fn line(r: &TransposeResult) -> String {
+    format!(
+        "{:<10} {:>14} {:>26} {:>9.3} ms {:>7.2} GB/s  copy {:>6.2} GB/s  ratio {:>5.2}  model {:>8.3} ms  {}",
+        r.case,
+        format!("{:?}", r.perm),
+        format!("{:?}", r.sizes),
+        r.seconds * 1e3,
+        r.gbps,
+        r.copy_gbps,
+        r.ratio,
+        r.predicted_seconds * 1e3,
+        r.plan
+    )
+}
+
+fn record(r: &TransposeResult) -> serde_json::Value {
+    json!({
+        "case": r.case, "perm": r.perm, "sizes": r.sizes, "dtype": r.dtype.name(),
+        "seconds": r.seconds, "gbps": r.gbps, "copy_gbps": r.copy_gbps, "ratio": r.ratio,
+        "predicted_seconds": r.predicted_seconds, "single_use_seconds": r.single_use_seconds,
+        "plan_seconds": r.plan_seconds, "threads": r.threads, "fused_rank": r.fused_rank,
+        "plan": r.plan,
+    })
+}
+
+#[derive(Default)]
+struct Stats {
+    ratios: Vec<f64>,
+    model_err: Vec<f64>,
+    gbps: Vec<f64>,
+}
+
+impl Stats {
+    fn add(&mut self, r: &TransposeResult) {
+        self.ratios.push(r.ratio);
+        self.gbps.push(r.gbps);
+        self.model_err
+            .push((r.predicted_seconds - r.seconds).abs() / r.seconds);
+    }
+    fn summary(&self) -> (f64, f64, f64, f64) {
+        let n = self.ratios.len().max(1) as f64;
+        let mean = self.ratios.iter().sum::<f64>() / n;
+        let min = self.ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let geo = (self.gbps.iter().map(|g| g.ln()).sum::<f64>() / n).exp();
+        let mare = self.model_err.iter().sum::<f64>() / n;
+        (mean, min, geo, mare)
+    }
+}
+
+/// Runs `ttgt bench transpose`.
+pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
+    let dtype: DType = a.dtype.parse().map_err(CliError::new)?;
+    let threads = a.threads.unwrap_or_else(rayon::current_num_threads);
+    if threads == 0 {
+        return Err(CliError::new("--threads must be at least 1"));
+    }
+    let o = TransposeBenchOptions {
+        dtype,
+        threads,
+        repeat: a.repeat.max(1),
+        beta: a.beta,
+        tuning: match a.measure {
+            Some(ms) => Tuning::Measure {
+                budget: Duration::from_millis(ms),
+            },
+            None => Tuning::Estimate,
+        },
+    };
+    let list = cases(a)?;
+    if !a.json {
+        say(&format!(
+            "ttgt bench transpose: {} case(s), {dtype}, {threads} thread(s), beta {}, huge pages: {}; bandwidth = bytes read + written per second",
+            list.len(),
+            a.beta,
+            ttgt::tensor::huge_page_mode().unwrap_or_else(|| "unknown".into())
+        ))?;
+    }
+    let mut all = Stats::default();
+    let mut by_rank: BTreeMap<usize, Stats> = BTreeMap::new();
+    for c in &list {
+        let r = bench_transpose(c, &o)?;
+        all.add(&r);
+        by_rank.entry(r.fused_rank).or_default().add(&r);
+        say(&if a.json {
+            record(&r).to_string()
+        } else {
+            line(&r)
+        })?;
+    }
+    let (mean, min, geo, mare) = all.summary();
+    if a.json {
+        let groups: Vec<_> = by_rank
+            .iter()
+            .map(|(k, s)| {
+                let (m, mn, g, e) = s.summary();
+                json!({"fused_rank": k, "cases": s.ratios.len(), "mean_ratio": m, "min_ratio": mn, "geomean_gbps": g, "model_mare": e})
+            })
+            .collect();
+        say(&json!({"summary": true, "cases": list.len(), "dtype": dtype.name(), "threads": threads,
+            "mean_ratio": mean, "min_ratio": min, "geomean_gbps": geo, "model_mare": mare, "by_fused_rank": groups}).to_string())?;
+    } else {
+        if a.all_perms.is_some() {
+            for (k, s) in &by_rank {
+                let (m, mn, g, e) = s.summary();
+                say(&format!("fused rank {k}: {:>4} cases  mean ratio {m:.3}  min {mn:.3}  geomean {g:.2} GB/s  model error {:.1} %", s.ratios.len(), e * 100.0))?;
+            }
+        }
+        say(&format!(
+            "summary: {} cases  mean ratio {mean:.3}  min ratio {min:.3}  geomean {geo:.2} GB/s  model mean abs rel error {:.1} %",
+            list.len(),
+            mare * 100.0
+        ))?;
+    }
+    Ok(())
+}
+
+/// Arguments of `ttgt calibrate`.
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// Size of the calibration tensors in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 64)]
+    pub mib: usize,
+    /// Threads for the transposition factors (default: all cores).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Print the profile without storing it.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// Runs `ttgt calibrate`.
+pub fn calibrate(a: &CalibrateArgs) -> CliResult<()> {
+    let threads = a.threads.unwrap_or_else(rayon::current_num_threads).max(1);
+    let p = ttgt::model::calibrate(a.mib.max(1) << 20, threads)?;
+    say(&p.to_json())?;
+    if !a.dry_run {
+        let path = p.save()?;
+        say(&format!("stored in {}", path.display()))?;
+    }
+    ttgt::model::set_profile(p);
+    Ok(())
+}

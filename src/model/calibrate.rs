@@ -11,17 +11,31 @@ use crate::tensor::{zeroed, zeroed_aligned, DType, Element, Layout, StridedView,
 use crate::transpose::{on_threads, Isa, TransposeOptions, TransposePlan};
 use rayon::prelude::*;
 
-/// Best time of `repeat` copies of `bytes` bytes split across `threads` threads.
+/// Best time of `repeat` copies of `bytes` bytes split across `threads` threads (fresh
+/// buffers).
 pub fn copy_seconds(bytes: usize, threads: usize, repeat: usize) -> Result<f64> {
     let n = bytes / 8;
     let src = zeroed::<f64>(n, "copy source")?;
     let mut dst = zeroed::<f64>(n, "copy destination")?;
+    Ok(copy_seconds_on(&src, &mut dst, threads, repeat))
+}
+
+/// Best time of `repeat` copies `dst.copy_from_slice(src)` (the platform's memcpy), split
+/// into `threads` contiguous pieces copied in parallel. `src` and `dst` have equal lengths.
+pub fn copy_seconds_on<T: Copy + Send + Sync>(
+    src: &[T],
+    dst: &mut [T],
+    threads: usize,
+    repeat: usize,
+) -> f64 {
+    let n = src.len().min(dst.len());
+    let (src, dst) = (&src[..n], &mut dst[..n]);
     let chunk = n.div_ceil(threads.max(1)).max(1);
     let mut best = f64::INFINITY;
     for _ in 0..repeat.max(1) {
         let t = Instant::now();
         if threads <= 1 {
-            dst.copy_from_slice(&src);
+            dst.copy_from_slice(src);
         } else {
             on_threads(threads, || {
                 dst.par_chunks_mut(chunk)
@@ -30,9 +44,9 @@ pub fn copy_seconds(bytes: usize, threads: usize, repeat: usize) -> Result<f64> 
             });
         }
         best = best.min(t.elapsed().as_secs_f64());
-        std::hint::black_box(&mut dst);
+        std::hint::black_box(&mut *dst);
     }
-    Ok(best)
+    best
 }
 
 /// Copy bandwidth (GB/s, bytes read + written) for 1..=`available_parallelism` threads,
@@ -103,7 +117,7 @@ fn time_typed<T: Element>(
     let mut bv = StridedViewMut::from_slice(&mut b, lb, ob)?;
     plan.execute(T::one(), &av, T::zero(), &mut bv)?;
     let mut best = f64::INFINITY;
-    for _ in 0..3 {
+    for _ in 0..5 {
         let t = Instant::now();
         plan.execute(T::one(), &av, T::zero(), &mut bv)?;
         best = best.min(t.elapsed().as_secs_f64());
@@ -125,6 +139,57 @@ fn time_case(
     }
 }
 
+/// Solves `min Σ_i (Σ_k a_ik x_k - 1)²` (a tiny ridge term keeps it well posed) for the
+/// classes that occur in `rows`; `None` for a class no row uses.
+fn solve_ridge(rows: &[[f64; 4]]) -> [Option<f64>; 4] {
+    let used: Vec<usize> = (0..4)
+        .filter(|&k| rows.iter().any(|r| r[k] > 0.0))
+        .collect();
+    let m = used.len();
+    let mut ata = vec![vec![0.0f64; m]; m];
+    let mut atb = vec![0.0f64; m];
+    for r in rows {
+        for (p, &k) in used.iter().enumerate() {
+            atb[p] += r[k];
+            for (q, &l) in used.iter().enumerate() {
+                ata[p][q] += r[k] * r[l];
+            }
+        }
+    }
+    for (p, row) in ata.iter_mut().enumerate() {
+        row[p] += 1e-9 + 1e-6 * row[p];
+    }
+    // Gaussian elimination with partial pivoting on the m×m system.
+    for c in 0..m {
+        let piv = (c..m)
+            .max_by(|&i, &j| ata[i][c].abs().total_cmp(&ata[j][c].abs()))
+            .unwrap_or(c);
+        ata.swap(c, piv);
+        atb.swap(c, piv);
+        let d = ata[c][c];
+        if d.abs() < 1e-300 {
+            continue;
+        }
+        let (pivot, bc) = (ata[c].clone(), atb[c]);
+        for (r, (row, b)) in ata.iter_mut().zip(atb.iter_mut()).enumerate() {
+            if r != c {
+                let f = row[c] / d;
+                for (x, y) in row[c..].iter_mut().zip(&pivot[c..]) {
+                    *x -= f * y;
+                }
+                *b -= f * bc;
+            }
+        }
+    }
+    let mut out = [None; 4];
+    for (p, &k) in used.iter().enumerate() {
+        if ata[p][p].abs() > 1e-300 {
+            out[k] = Some(atb[p] / ata[p][p]);
+        }
+    }
+    out
+}
+
 /// Measures a full profile: copy bandwidth for every thread count and transposition factors
 /// fitted at `threads` threads on tensors of about `bytes` bytes. Takes a few seconds.
 pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
@@ -136,35 +201,20 @@ pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
         copy,
         transpose: TransposeCoeffs::default(),
     };
-    let (mut logs, mut n) = ([0.0f64; 4], [0usize; 4]);
+    // Least squares on relative errors: each case i contributes the row c_ik / t_i (its
+    // coefficient-free cost per class over its measured time) with target 1, and the
+    // unknowns are the inverse efficiencies x_k (t_i ≈ Σ_k c_ik x_k).
+    let mut rows: Vec<[f64; 4]> = Vec::new();
     for (perm, dims, dt, scalar) in training_set(bytes / 4) {
         let (t, costs) = time_case(&perm, &dims, dt, scalar, threads, &p)?;
-        // Attribute the case to its dominant class and take log(ideal / measured).
-        let parts = costs.parts();
-        let (k, &ideal) = parts
-            .iter()
-            .enumerate()
-            .max_by(|x, y| x.1.total_cmp(y.1))
-            .unwrap_or((0, &0.0));
-        if ideal > 0.0 && t > 0.0 {
-            // Other classes' share is charged at the current factors.
-            let others: f64 = parts
-                .iter()
-                .enumerate()
-                .filter(|&(j, _)| j != k)
-                .map(|(_, v)| v / 0.5)
-                .sum();
-            let own = (t - others).max(t * 0.1);
-            logs[k] += (ideal / own).ln();
-            n[k] += 1;
+        if t > 0.0 {
+            rows.push(costs.parts().map(|c| c / t));
         }
     }
-    let fit = |k: usize, default: f64| {
-        if n[k] > 0 {
-            (logs[k] / n[k] as f64).exp().clamp(0.02, 1.5)
-        } else {
-            default
-        }
+    let x = solve_ridge(&rows);
+    let fit = |k: usize, default: f64| match x[k] {
+        Some(v) if v > 0.0 => (1.0 / v).clamp(0.02, 1.5),
+        _ => default,
     };
     let d = TransposeCoeffs::default();
     p.transpose = TransposeCoeffs {
@@ -178,4 +228,35 @@ pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |x| x.as_secs());
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ridge_recovers_inverse_efficiencies() {
+        // t_i = Σ_k c_ik x_k with x = (2, -, 1.5, 4): rows are c_i / t_i.
+        let x = [2.0, 0.0, 1.5, 4.0];
+        let cases = [
+            [1.0, 0.0, 0.0, 0.0],
+            [0.0, 0.0, 2.0, 0.5],
+            [0.3, 0.0, 1.0, 0.0],
+            [0.0, 0.0, 0.0, 3.0],
+            [1.0, 0.0, 1.0, 1.0],
+        ];
+        let rows: Vec<[f64; 4]> = cases
+            .iter()
+            .map(|c| {
+                let t: f64 = c.iter().zip(&x).map(|(a, b)| a * b).sum();
+                c.map(|v| v / t)
+            })
+            .collect();
+        let got = solve_ridge(&rows);
+        assert!(got[1].is_none(), "class 1 never occurs");
+        for k in [0, 2, 3] {
+            let v = got[k].unwrap();
+            assert!((v - x[k]).abs() < 1e-3 * x[k], "class {k}: {v} vs {}", x[k]);
+        }
+    }
 }

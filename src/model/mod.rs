@@ -6,6 +6,6 @@ mod calibrate;
 mod profile;
 mod transpose;
 
-pub use calibrate::{calibrate, copy_seconds, probe_copy};
+pub use calibrate::{calibrate, copy_seconds, copy_seconds_on, probe_copy};
 pub use profile::{machine_name, profile, set_profile, Profile, TransposeCoeffs};
 pub use transpose::{predict_transpose, transpose_seconds};

@@ -322,10 +322,15 @@ impl TransposePlan {
         // Outer loops: largest key outermost.
         outer.sort_by(|&x, &y| keys[y].total_cmp(&keys[x]).then(x.cmp(&y)));
         // Short rows: fold the innermost outer loop into each unit to amortize the loop
-        // overhead over several rows.
+        // overhead over several rows. When the rows can be streamed, B's order stops
+        // mattering (whole aligned lines, written without being read): order by A stride
+        // instead, so that the batch and the loops around it read A sequentially.
         self.row_batch = None;
         if let KernelKind::Rows { n } = self.kernel {
             if n * self.dtype.size_bytes() < 8192 && n <= self.block {
+                if self.streams_rows() {
+                    outer.sort_by_key(|&k| (std::cmp::Reverse(dims[k].sa.unsigned_abs()), k));
+                }
                 self.row_batch = outer.pop().map(|k| dims[k]);
             }
         }
@@ -364,7 +369,15 @@ impl TransposePlan {
     /// Whether streaming stores can apply to every micro-tile row: a SIMD tile whose B rows
     /// are a multiple of the vector size apart, on an output large enough to stream.
     fn streams_rows(&self) -> bool {
+        let big = || {
+            self.streaming
+                .unwrap_or(self.norm.elements() * self.dtype.size_bytes() >= STREAM_MIN_BYTES)
+        };
         match self.kernel {
+            KernelKind::Rows { n } if self.isa != Isa::Scalar => {
+                let align = if self.isa == Isa::Avx512 { 64 } else { 32 };
+                (n * self.dtype.size_bytes()).is_multiple_of(align) && big()
+            }
             KernelKind::Tile { i, simd: true, .. } => {
                 let align = if self.isa == Isa::Avx512 { 64 } else { 32 };
                 let row_bytes = i.sb.unsigned_abs() * self.dtype.size_bytes();
@@ -587,8 +600,21 @@ impl TransposePlan {
                     } else {
                         None
                     };
-                    match self.row_batch {
-                        Some(d) => {
+                    let batched = match (stream, sc.mode, kernel::stream_rows(self.isa)) {
+                        (true, kernel::COPY, Some(f)) => Some(f),
+                        _ => None,
+                    };
+                    let es = std::mem::size_of::<T>() as isize;
+                    match (self.row_batch, batched) {
+                        (Some(d), Some(f)) => f(
+                            a0 as *const u8,
+                            d.sa * es,
+                            b0 as *mut u8,
+                            d.sb * es,
+                            d.n,
+                            len * es as usize,
+                        ),
+                        (Some(d), None) => {
                             for r in 0..d.n as isize {
                                 kernel::row(
                                     a0.offset(r * d.sa),
@@ -599,7 +625,7 @@ impl TransposePlan {
                                 );
                             }
                         }
-                        None => kernel::row(a0, b0, len, sc, copy),
+                        (None, _) => kernel::row(a0, b0, len, sc, copy),
                     }
                 }
                 KernelKind::Tile { i, j, .. } => {

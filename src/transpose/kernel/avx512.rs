@@ -239,3 +239,33 @@ pub(crate) unsafe fn stream_copy(src: *const u8, dst: *mut u8, bytes: usize) {
     }
     std::ptr::copy_nonoverlapping(src.add(k), dst.add(k), bytes - k);
 }
+
+/// Copies `count` rows of `bytes` bytes, row `r` from `src + r*sa` to `dst + r*sb` (byte
+/// strides): rows whose destination is 64-byte aligned and whose length is a multiple of 64
+/// go out with non-temporal stores, the others through ordinary copies.
+///
+/// # Safety
+/// As [`stream_copy`], for every row.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn stream_rows(
+    src: *const u8,
+    sa: isize,
+    dst: *mut u8,
+    sb: isize,
+    count: usize,
+    bytes: usize,
+) {
+    for r in 0..count as isize {
+        let (s, d) = (src.offset(r * sa), dst.offset(r * sb));
+        if (d as usize).is_multiple_of(64) && bytes.is_multiple_of(64) {
+            let mut k = 0;
+            while k < bytes {
+                let v = _mm512_loadu_si512(s.add(k) as *const __m512i);
+                _mm512_stream_si512(d.add(k) as *mut __m512i, v);
+                k += 64;
+            }
+        } else {
+            std::ptr::copy_nonoverlapping(s, d, bytes);
+        }
+    }
+}

@@ -303,6 +303,27 @@ pub(crate) fn stream_copy(isa: Isa) -> Option<unsafe fn(*const u8, *mut u8, usiz
     }
 }
 
+/// A batch-of-rows streaming copy: `(src, src_stride, dst, dst_stride, rows, bytes)` with byte
+/// strides.
+pub(crate) type StreamRowsFn = unsafe fn(*const u8, isize, *mut u8, isize, usize, usize);
+
+/// The batched streaming row copy of `isa`, if it has one.
+pub(crate) fn stream_rows(isa: Isa) -> Option<StreamRowsFn> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match isa {
+            Isa::Avx512 if isa.is_available() => Some(avx512::stream_rows as StreamRowsFn),
+            Isa::Avx2 if isa.is_available() => Some(avx2::stream_rows as StreamRowsFn),
+            _ => None,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = isa;
+        None
+    }
+}
+
 /// A contiguous row of `n` elements in both A and B; plain copies go through `stream` (a
 /// non-temporal copy) when given.
 ///

@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 use super::gemm::{gemm, Mat, MatMut};
 use crate::error::{Error, Result};
 use crate::plan::{group, packed_layout, ContractionPlan, OperandPrep};
-use crate::tensor::{spans_overlap, zeroed, Element, Layout, StridedView, StridedViewMut};
+use crate::tensor::{
+    spans_overlap, zeroed, zeroed_aligned, Element, Layout, StridedView, StridedViewMut,
+};
 use crate::transpose::{accumulate, transpose};
 
 /// Wall time of each step of one execution of a plan.
@@ -77,9 +79,11 @@ fn pack<'a, T: Element>(
     buf: &'a mut Vec<T>,
 ) -> Result<StridedView<'a, T>> {
     let layout = packed_layout(order, labels, ext)?;
-    *buf = zeroed(v.layout().len(), "a packed operand")?;
+    // 64-byte aligned, so that the transposition can stream its stores.
+    let (data, off) = zeroed_aligned(v.layout().len(), "a packed operand")?;
+    *buf = data;
     {
-        let mut dst = StridedViewMut::from_slice(buf, layout.clone(), 0)?;
+        let mut dst = StridedViewMut::from_slice(buf, layout.clone(), off)?;
         transpose(
             &identity(v.layout().ndim()),
             T::one(),
@@ -89,7 +93,7 @@ fn pack<'a, T: Element>(
         )?;
     }
     let buf: &'a [T] = buf;
-    StridedView::from_slice(buf, layout, 0)
+    StridedView::from_slice(buf, layout, off)
 }
 
 /// One fused matrix dimension `(extent, stride)` of a label group.

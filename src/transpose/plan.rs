@@ -480,7 +480,7 @@ impl TransposePlan {
         format!(
             "{kernel}{}; loops [{}]; {} thread(s), {} task(s)",
             if self.streams(true) {
-                ", streaming stores"
+                ", streaming stores when beta = 0"
             } else {
                 ""
             },

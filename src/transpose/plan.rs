@@ -122,6 +122,9 @@ pub struct TransposePlan {
     threads: usize,
     tasks: usize,
     streaming: Option<bool>,
+    /// The loop nest used when the execution streams its stores (A-stride order), if it
+    /// differs from `loops`.
+    stream_loops: Option<Vec<Loop>>,
     /// For short rows: a loop folded into each unit (several rows per kernel call).
     row_batch: Option<Dim>,
 }
@@ -235,6 +238,7 @@ impl TransposePlan {
             threads,
             tasks: 1,
             streaming: options.streaming,
+            stream_loops: None,
             row_batch: None,
         };
         plan.build(0.5, options.block.map(|b| (b, b)), false);
@@ -344,18 +348,20 @@ impl TransposePlan {
             })
             .chain(inner_loops)
             .collect();
+        self.stream_loops = None;
         if self.streams_rows() && !swap_blocks {
-            // Streaming SIMD tiles: B is written a full line per row and micro-tile, in any
-            // order, without being read; what matters is that A is read in long sequential
-            // runs. Keep the A-side block loop innermost and order every other loop (the
-            // B-side block loop included) by A stride, smallest innermost, so that the `w`
-            // rows of A a strip reads continue through the next loops.
-            let inner = self.loops.iter().position(|l| l.role == Role::BlockI);
-            if let Some(pos) = inner {
-                let bi = self.loops.remove(pos);
-                self.loops
-                    .sort_by_key(|l| std::cmp::Reverse(l.sa.unsigned_abs()));
-                self.loops.push(bi);
+            // Streaming SIMD tiles (beta = 0): B is written a full line per row and
+            // micro-tile, in any order, without being read; what matters is that A is read in
+            // long sequential runs. Keep the A-side block loop innermost and order every other
+            // loop (the B-side block loop included) by A stride, smallest innermost, so that
+            // the `w` rows of A a strip reads continue through the next loops. Executions
+            // that read B (beta != 0) keep the HPTT order above.
+            let mut loops = self.loops.clone();
+            if let Some(pos) = loops.iter().position(|l| l.role == Role::BlockI) {
+                let bi = loops.remove(pos);
+                loops.sort_by_key(|l| std::cmp::Reverse(l.sa.unsigned_abs()));
+                loops.push(bi);
+                self.stream_loops = Some(loops);
             }
         }
         let units: usize = self.loops.iter().map(|l| l.count).product();
@@ -467,24 +473,25 @@ impl TransposePlan {
                 self.block_j
             ),
         };
-        let loops: Vec<String> = self
-            .loops
-            .iter()
-            .map(|l| match l.role {
-                Role::Outer => format!("{}", l.count),
-                Role::BlockI => format!("I{}", l.count),
-                Role::BlockJ => format!("J{}", l.count),
-                Role::Chunk => format!("R{}", l.count),
-            })
-            .collect();
+        let show = |ls: &[Loop]| {
+            ls.iter()
+                .map(|l| match l.role {
+                    Role::Outer => format!("{}", l.count),
+                    Role::BlockI => format!("I{}", l.count),
+                    Role::BlockJ => format!("J{}", l.count),
+                    Role::Chunk => format!("R{}", l.count),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let streaming = match (&self.stream_loops, self.streams(true)) {
+            (Some(l), true) => format!(", streaming stores when beta = 0 with loops [{}]", show(l)),
+            (None, true) => ", streaming stores when beta = 0".to_string(),
+            _ => String::new(),
+        };
         format!(
-            "{kernel}{}; loops [{}]; {} thread(s), {} task(s)",
-            if self.streams(true) {
-                ", streaming stores when beta = 0"
-            } else {
-                ""
-            },
-            loops.join(" "),
+            "{kernel}{streaming}; loops [{}]; {} thread(s), {} task(s)",
+            show(&self.loops),
             self.threads,
             self.tasks
         )
@@ -513,10 +520,14 @@ impl TransposePlan {
             b: b.as_mut_ptr(),
         };
         let stream = self.streams(beta.is_exact_zero());
-        let units: usize = self.loops.iter().map(|l| l.count).product();
+        let loops: &[Loop] = match (&self.stream_loops, stream) {
+            (Some(l), true) => l,
+            _ => &self.loops,
+        };
+        let units: usize = loops.iter().map(|l| l.count).product();
         let run = |s: usize, e: usize| {
             // SAFETY: see `run_range`; callers pass disjoint unit ranges.
-            unsafe { self.run_range(p, s, e, &sc, micro.as_ref(), stream) };
+            unsafe { self.run_range(loops, p, s, e, &sc, micro.as_ref(), stream) };
             if stream {
                 kernel::store_fence();
             }
@@ -561,8 +572,10 @@ impl TransposePlan {
     /// `p` points at A and B of the planned layouts; B is exclusively ours for these units.
     /// Every unit's offsets are those of in-bounds indices: loops walk whole dimensions, and
     /// block/chunk loops clip their last tile to the extent.
+    #[allow(clippy::too_many_arguments)] // the loop nest, the data, the range and the kernels
     unsafe fn run_range<T: Element>(
         &self,
+        loops: &[Loop],
         p: Ptrs<T>,
         s: usize,
         e: usize,
@@ -573,7 +586,6 @@ impl TransposePlan {
         if s >= e {
             return;
         }
-        let loops = &self.loops;
         let nl = loops.len();
         let mut idx = vec![0usize; nl];
         let (mut oa, mut ob) = (0isize, 0isize);

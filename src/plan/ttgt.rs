@@ -154,7 +154,7 @@ fn prepare(bound: &BoundSpec, operand: usize, layout: Layout) -> Result<OperandP
         let dims: Vec<usize> = kept.iter().map(|&l| bound.extent(l)).collect();
         Layout::row_major(&dims)?
     } else if let Some(g) = &diagonal {
-        diag_layout(&layout, g, labels.len())?
+        layout.diagonal(g)?
     } else {
         layout.clone()
     };
@@ -167,16 +167,6 @@ fn prepare(bound: &BoundSpec, operand: usize, layout: Layout) -> Result<OperandP
         prepared,
         packed: false,
     })
-}
-
-fn diag_layout(layout: &Layout, groups: &[usize], n: usize) -> Result<Layout> {
-    let mut dims = vec![0usize; n];
-    let mut strides = vec![0isize; n];
-    for ((&g, &d), &s) in groups.iter().zip(layout.dims()).zip(layout.strides()) {
-        dims[g] = d;
-        strides[g] += s;
-    }
-    Layout::new(dims, strides)
 }
 
 impl ContractionPlan {

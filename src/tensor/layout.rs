@@ -198,6 +198,42 @@ impl Layout {
         false
     }
 
+    /// Merges axes into diagonals: `groups[i]` names the output axis of input axis `i`
+    /// (numbered `0..n` in order of first appearance); merged axes must have equal extents
+    /// and get the sum of their strides.
+    ///
+    /// ```
+    /// let l = ttgt::Layout::row_major(&[3, 4, 3]).unwrap().diagonal(&[0, 1, 0]).unwrap();
+    /// assert_eq!((l.dims(), l.strides()), (&[3usize, 4][..], &[13isize, 3][..]));
+    /// ```
+    pub fn diagonal(&self, groups: &[usize]) -> Result<Layout> {
+        let layout = self;
+        if groups.len() != layout.ndim() {
+            return Err(Error::Layout("diagonal groups must name every axis".into()));
+        }
+        let n = groups.iter().map(|&g| g + 1).max().unwrap_or(0);
+        let mut dims: Vec<Option<usize>> = vec![None; n];
+        let mut strides = vec![0isize; n];
+        for ((&g, &d), &s) in groups.iter().zip(layout.dims()).zip(layout.strides()) {
+            match dims[g] {
+                None => dims[g] = Some(d),
+                Some(e) if e == d => {}
+                Some(e) => {
+                    return Err(Error::Layout(format!(
+                        "diagonal of axes with extents {e} and {d}"
+                    )))
+                }
+            }
+            strides[g] += s;
+        }
+        let dims: Option<Vec<usize>> = dims.into_iter().collect();
+        let dims =
+            dims.ok_or_else(|| Error::Layout("diagonal groups must be numbered 0..n".into()))?;
+        // Every diagonal index (i, i, ...) is an index of the original view, so the offsets stay
+        // inside the original span and `Layout::new` cannot overflow.
+        Layout::new(dims, strides)
+    }
+
     /// The layout with its axes reordered: axis `i` of the result is axis `perm[i]` of `self`.
     ///
     /// ```

@@ -149,7 +149,7 @@ impl<'a, T: Copy> StridedView<'a, T> {
     /// assert_eq!(d.get(&[1, 2]), 121.0);
     /// ```
     pub fn diagonal(&self, groups: &[usize]) -> Result<Self> {
-        let layout = diagonal_layout(&self.layout, groups)?;
+        let layout = self.layout.diagonal(groups)?;
         Ok(StridedView {
             ptr: self.ptr,
             layout,
@@ -192,32 +192,6 @@ impl<'a, T: Copy> StridedView<'a, T> {
         // set is a subset of the original one. An axis stretched to 0 empties the view.
         Ok(out)
     }
-}
-
-fn diagonal_layout(layout: &Layout, groups: &[usize]) -> Result<Layout> {
-    if groups.len() != layout.ndim() {
-        return Err(Error::Layout("diagonal groups must name every axis".into()));
-    }
-    let n = groups.iter().map(|&g| g + 1).max().unwrap_or(0);
-    let mut dims: Vec<Option<usize>> = vec![None; n];
-    let mut strides = vec![0isize; n];
-    for ((&g, &d), &s) in groups.iter().zip(layout.dims()).zip(layout.strides()) {
-        match dims[g] {
-            None => dims[g] = Some(d),
-            Some(e) if e == d => {}
-            Some(e) => {
-                return Err(Error::Layout(format!(
-                    "diagonal of axes with extents {e} and {d}"
-                )))
-            }
-        }
-        strides[g] += s;
-    }
-    let dims: Option<Vec<usize>> = dims.into_iter().collect();
-    let dims = dims.ok_or_else(|| Error::Layout("diagonal groups must be numbered 0..n".into()))?;
-    // Every diagonal index (i, i, ...) is an index of the original view, so the offsets stay
-    // inside the original span and `Layout::new` cannot overflow.
-    Layout::new(dims, strides)
 }
 
 impl<'a, T: Copy> StridedViewMut<'a, T> {

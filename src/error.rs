@@ -157,6 +157,16 @@ pub enum Error {
         /// What the memory was for.
         what: String,
     },
+    /// The workspace limit is below what every way of running the contraction needs.
+    #[error(
+        "workspace limit of {limit} bytes is too small: the contraction needs at least {needed} bytes (one-sided sums must be reduced into a buffer)"
+    )]
+    Workspace {
+        /// Smallest workspace any candidate needs.
+        needed: usize,
+        /// The limit given.
+        limit: usize,
+    },
     /// A plan executed with operands of other layouts or another element type.
     #[error("plan mismatch: {0}")]
     PlanMismatch(String),

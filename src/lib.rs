@@ -126,7 +126,13 @@ where
 {
     let (la, lb) = (Layout::of(a), Layout::of(b));
     check_no_overlap(&[(a.as_ptr(), la.clone()), (b.as_ptr(), lb.clone())], c)?;
-    let plan = ContractionPlan::new(spec, &[la, lb], &Layout::of(c), T::DTYPE)?;
+    let plan = plan::cached_contraction_plan(
+        spec,
+        &[la, lb],
+        &Layout::of(c),
+        T::DTYPE,
+        &plan::PlanOptions::default(),
+    )?;
     if plan.bound().inputs().len() != 2 {
         return Err(Error::OperandCount {
             spec: spec.to_string(),
@@ -187,7 +193,13 @@ where
 {
     let la = Layout::of(a);
     check_no_overlap(&[(a.as_ptr(), la.clone())], c)?;
-    let plan = ContractionPlan::new(spec, &[la], &Layout::of(c), T::DTYPE)?;
+    let plan = plan::cached_contraction_plan(
+        spec,
+        &[la],
+        &Layout::of(c),
+        T::DTYPE,
+        &plan::PlanOptions::default(),
+    )?;
     if plan.bound().inputs().len() != 1 {
         return Err(Error::OperandCount {
             spec: spec.to_string(),

@@ -10,10 +10,11 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::{check_close, check_into, scalar, view_recipe, Built, Tol, ViewRecipe};
-use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn};
 use num_complex::{Complex32, Complex64};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
+use ttgt::plan::PlanOptions;
 use ttgt::tensor::{StridedView, StridedViewMut};
 use ttgt::{ContractionPlan, Element, Layout};
 
@@ -213,6 +214,98 @@ fn run_binary<T: Element>(
                 &Layout::of(c),
                 T::DTYPE,
             )?;
+            let mut cv = StridedViewMut::of(c)?;
+            let ins = [StridedView::of(a), StridedView::of(b)];
+            plan.execute(alpha, &ins, beta, &mut cv)?;
+            Ok(())
+        },
+    )
+    .map_err(fail)?;
+    run_candidates(spec, a, b, rc, alpha, beta, seed, &want, &tol)
+}
+
+/// Every kind of candidate the planner lists (direct GEMM, TTGT, loop-over-GEMM with
+/// batch-reduce, mixtures; each GEMM library; serial and parallel loops), forced one at a
+/// time (at most 16 per case, spread over the list), and the choice under a random workspace
+/// limit.
+#[allow(clippy::too_many_arguments)]
+fn run_candidates<T: Element>(
+    spec: &str,
+    a: &ArrayViewD<'_, T>,
+    b: &ArrayViewD<'_, T>,
+    rc: &ViewRecipe,
+    alpha: T,
+    beta: T,
+    seed: u64,
+    want: &ArrayD<T>,
+    tol: &Tol,
+) -> Result<(), TestCaseError> {
+    let plan_for = |c: &ArrayViewMutD<'_, T>, o: &PlanOptions| {
+        ContractionPlan::with_options(
+            spec,
+            &[Layout::of(a), Layout::of(b)],
+            &Layout::of(c),
+            T::DTYPE,
+            o,
+        )
+    };
+    let built = rc.build(want.shape(), false);
+    let mut probe_store: ArrayD<T> = built.storage(0);
+    let opts = PlanOptions {
+        threads: Some(1 + (seed % 3) as usize),
+        ..Default::default()
+    };
+    let n = plan_for(&built.view_mut(&mut probe_store), &opts)
+        .map_err(|e| fail(format!("plan: {e}")))?
+        .candidates()
+        .len();
+    let step = n.div_ceil(16).max(1);
+    let picks: Vec<usize> = (0..n).step_by(step).chain([n - 1]).collect();
+    for i in picks {
+        check_into(
+            &format!("candidate {i} of {n}"),
+            rc,
+            seed ^ i as u64,
+            alpha,
+            beta,
+            want,
+            tol,
+            |c| {
+                let mut plan = plan_for(c, &opts)?;
+                plan.choose(i)?;
+                let what = plan.chosen().map(|c| c.summary()).unwrap_or_default();
+                let mut cv = StridedViewMut::of(c)?;
+                let ins = [StridedView::of(a), StridedView::of(b)];
+                plan.execute(alpha, &ins, beta, &mut cv)
+                    .map_err(|e| ttgt::Error::Unsupported(format!("{what}: {e}")))?;
+                Ok(())
+            },
+        )
+        .map_err(fail)?;
+    }
+    // A workspace limit: the choice fits (or planning says that nothing does).
+    let limit = (seed >> 8) as usize % (1 + 8 * want.len() * T::DTYPE.size_bytes());
+    let limited = PlanOptions {
+        workspace_limit: Some(limit),
+        ..opts.clone()
+    };
+    check_into(
+        "workspace-limited plan",
+        rc,
+        seed ^ 0x77,
+        alpha,
+        beta,
+        want,
+        tol,
+        |c| {
+            let plan = match plan_for(c, &limited) {
+                Err(ttgt::Error::Workspace { .. }) => plan_for(c, &opts)?,
+                other => {
+                    let plan = other?;
+                    assert!(plan.workspace_bytes() <= limit, "{}", plan.explain());
+                    plan
+                }
+            };
             let mut cv = StridedViewMut::of(c)?;
             let ins = [StridedView::of(a), StridedView::of(b)];
             plan.execute(alpha, &ins, beta, &mut cv)?;

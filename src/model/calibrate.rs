@@ -141,8 +141,8 @@ fn time_case(
 
 /// Solves `min Σ_i (Σ_k a_ik x_k - 1)²` (a tiny ridge term keeps it well posed) for the
 /// classes that occur in `rows`; `None` for a class no row uses.
-fn solve_ridge(rows: &[[f64; 4]]) -> [Option<f64>; 4] {
-    let used: Vec<usize> = (0..4)
+pub(crate) fn solve_ridge<const N: usize>(rows: &[[f64; N]]) -> [Option<f64>; N] {
+    let used: Vec<usize> = (0..N)
         .filter(|&k| rows.iter().any(|r| r[k] > 0.0))
         .collect();
     let m = used.len();
@@ -181,7 +181,7 @@ fn solve_ridge(rows: &[[f64; 4]]) -> [Option<f64>; 4] {
             }
         }
     }
-    let mut out = [None; 4];
+    let mut out = [None; N];
     for (p, &k) in used.iter().enumerate() {
         if ata[p][p].abs() > 1e-300 {
             out[k] = Some(atb[p] / ata[p][p]);
@@ -200,6 +200,7 @@ pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
         calibrated: true,
         copy,
         transpose: TransposeCoeffs::default(),
+        gemm: Vec::new(),
     };
     // Least squares on relative errors: each case i contributes the row c_ik / t_i (its
     // coefficient-free cost per class over its measured time) with target 1, and the

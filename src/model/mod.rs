@@ -1,11 +1,14 @@
-//! Cost models any caller can query: the predicted time of a transposition
+//! Cost models any caller can query: the predicted time of a GEMM call ([`gemm_seconds`]) and
+//! of a transposition
 //! ([`transpose_seconds`], [`crate::transpose::TransposePlan::estimated_seconds`]) from a
 //! calibration [`Profile`] of this machine ([`calibrate`], stored by `ttgt calibrate`).
 
 mod calibrate;
+mod gemm;
 mod profile;
 mod transpose;
 
 pub use calibrate::{calibrate, copy_seconds, copy_seconds_on, probe_copy};
+pub use gemm::{gemm_coeffs, gemm_seconds, gemm_training_shapes, GemmCoeffs, GemmLibrary};
 pub use profile::{machine_name, profile, set_profile, Profile, TransposeCoeffs};
 pub use transpose::{predict_transpose, transpose_seconds};

@@ -7,6 +7,7 @@ use std::sync::{OnceLock, RwLock};
 
 use serde_json::{json, Value};
 
+use super::gemm::GemmCoeffs;
 use crate::error::{Error, Result};
 
 /// Efficiency of each transposition macro-kernel class relative to a plain copy
@@ -56,6 +57,9 @@ pub struct Profile {
     pub copy: Vec<f64>,
     /// Transposition efficiency factors.
     pub transpose: TransposeCoeffs,
+    /// GEMM coefficients measured per library, element type and thread count (empty before
+    /// `ttgt calibrate`: the planner then uses [`GemmCoeffs::nominal`]).
+    pub gemm: Vec<GemmCoeffs>,
 }
 
 impl Profile {
@@ -67,6 +71,7 @@ impl Profile {
             calibrated: false,
             copy,
             transpose: TransposeCoeffs::default(),
+            gemm: Vec::new(),
         }
     }
 
@@ -90,6 +95,10 @@ impl Profile {
             "calibrated": self.calibrated,
             "copy_gbps": self.copy,
             "transpose": { "rows": t.rows, "tile": t.tile, "tile_stream": t.tile_stream, "scalar": t.scalar, "overhead": t.overhead },
+            "gemm": self.gemm.iter().map(|g| json!({
+                "library": g.library.name(), "dtype": g.dtype.name(), "threads": g.threads,
+                "call": g.call, "flop": g.flop, "a": g.a, "b": g.b, "c": g.c,
+            })).collect::<Vec<_>>(),
         });
         serde_json::to_string_pretty(&v).unwrap_or_default()
     }
@@ -137,6 +146,13 @@ impl Profile {
                 scalar: num(t, "scalar")?,
                 overhead: num(t, "overhead")?,
             },
+            gemm: match v.get("gemm").and_then(Value::as_array) {
+                Some(list) => list
+                    .iter()
+                    .map(|g| gemm_entry(g, &num))
+                    .collect::<Result<_>>()?,
+                None => Vec::new(),
+            },
         })
     }
 
@@ -169,6 +185,30 @@ impl Profile {
         let text = std::fs::read_to_string(Profile::path()?).ok()?;
         Profile::from_json(&text).ok()
     }
+}
+
+/// One stored GEMM coefficient set.
+fn gemm_entry(g: &Value, num: &dyn Fn(&Value, &str) -> Result<f64>) -> Result<GemmCoeffs> {
+    let bad = |what: &str| Error::Unsupported(format!("calibration profile: gemm {what}"));
+    let text = |k: &str| {
+        g.get(k)
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad(&format!("entry without {k}")))
+    };
+    Ok(GemmCoeffs {
+        library: text("library")?.parse()?,
+        dtype: text("dtype")?.parse().map_err(|e: String| bad(&e))?,
+        threads: g
+            .get("threads")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| bad("entry without threads"))? as usize,
+        call: num(g, "call")?,
+        flop: num(g, "flop")?,
+        a: num(g, "a")?,
+        b: num(g, "b")?,
+        c: num(g, "c")?,
+        measured: true,
+    })
 }
 
 fn now() -> u64 {

@@ -1,8 +1,21 @@
-//! Planning: from a spec and operand layouts to an executable [`ContractionPlan`]
-//! (which operands are used in place, which are packed, how indices are grouped into the
-//! GEMM's M, N, K and batch dimensions).
+//! Planning: from a spec and operand layouts to an executable [`ContractionPlan`]. Diagonals
+//! and one-sided sums are handled first ([`OperandPrep`]); then every way to run the
+//! two-operand contraction ([`Candidate`]: direct GEMM, TTGT with chosen index orders,
+//! loop-over-GEMM with batch-reduce, mixtures, each GEMM library, serial or parallel loops) is
+//! priced with the transpose and GEMM cost models and the cheapest is chosen. Plans are
+//! reusable and cached ([`cached_contraction_plan`]).
 
-mod ttgt;
+mod cache;
+mod candidate;
+mod contraction;
+mod explain;
+mod groups;
+mod options;
+mod prepare;
 
-pub(crate) use ttgt::{fuse, group, packed_layout};
-pub use ttgt::{ContractionPlan, OperandPrep};
+pub use cache::{cached_contraction_plan, CONTRACTION_CACHE_CAPACITY};
+pub use candidate::{Candidate, CandidateKind, StepCosts};
+pub use contraction::ContractionPlan;
+pub(crate) use groups::{fuse, group, packed_layout};
+pub use options::{Epilogue, PlanOptions, PlanTuning};
+pub use prepare::OperandPrep;

@@ -4,12 +4,13 @@
 use std::time::{Duration, Instant};
 
 use super::gemm::{gemm, Mat, MatMut};
+use crate::einsum::Label;
 use crate::error::{Error, Result};
-use crate::plan::{group, packed_layout, ContractionPlan, OperandPrep};
+use crate::plan::{group, packed_layout, Candidate, ContractionPlan, Epilogue, OperandPrep};
 use crate::tensor::{
     spans_overlap, zeroed, zeroed_aligned, Element, Layout, StridedView, StridedViewMut,
 };
-use crate::transpose::{accumulate, transpose};
+use crate::transpose::{accumulate, cached_plan, on_threads, TransposeOptions};
 
 /// Wall time of each step of one execution of a plan.
 ///
@@ -70,8 +71,25 @@ fn prepare<'a, T: Element>(
     StridedView::from_slice(buf, p.prepared.clone(), 0)
 }
 
+/// `b = alpha * perm(a) + beta * b` through a cached transposition plan on `threads` threads.
+fn transpose_on<T: Element>(
+    threads: usize,
+    perm: &[usize],
+    alpha: T,
+    a: &StridedView<'_, T>,
+    beta: T,
+    b: &mut StridedViewMut<'_, T>,
+) -> Result<()> {
+    let opts = TransposeOptions {
+        threads: Some(threads),
+        ..Default::default()
+    };
+    cached_plan(perm, a.layout(), b.layout(), T::DTYPE, &opts)?.execute(alpha, a, beta, b)
+}
+
 /// Copies `v` (axes labelled `labels`) into a row-major buffer ordered by `order`.
 fn pack<'a, T: Element>(
+    threads: usize,
     v: &StridedView<'_, T>,
     labels: &[crate::einsum::Label],
     order: &[crate::einsum::Label],
@@ -84,7 +102,8 @@ fn pack<'a, T: Element>(
     *buf = data;
     {
         let mut dst = StridedViewMut::from_slice(buf, layout.clone(), off)?;
-        transpose(
+        transpose_on(
+            threads,
             &identity(v.layout().ndim()),
             T::one(),
             v,
@@ -108,9 +127,9 @@ fn matdim(
 }
 
 impl ContractionPlan {
-    /// Runs the plan: `C = alpha * A·B + beta * C` (one operand: `C = alpha * op(A) + beta * C`).
-    /// The operands must have the layouts and element type the plan was made for. With
-    /// `beta == 0`, C is never read.
+    /// Runs the plan: `C = epilogue(alpha * A·B + beta * C)` (one operand:
+    /// `C = epilogue(alpha * op(A) + beta * C)`). The operands must have the layouts and
+    /// element type the plan was made for. With `beta == 0`, C is never read.
     ///
     /// ```
     /// use ttgt::{ContractionPlan, DType, Layout, tensor::{StridedView, StridedViewMut}};
@@ -133,6 +152,7 @@ impl ContractionPlan {
         self.check_operands(inputs, c)?;
         let bound = &self.bound;
         let ext = |l| bound.extent(l);
+        let threads = self.threads;
         let mut times = StepTimes::default();
         let t0 = Instant::now();
         let mut sum_bufs: Vec<Vec<T>> = vec![Vec::new(); inputs.len()];
@@ -143,101 +163,135 @@ impl ContractionPlan {
         }
         times.prepare = t0.elapsed();
         let out = bound.output();
+        let epilogue = self.options.epilogue;
 
-        if views.len() == 1 {
+        let Some(cand) = self.chosen() else {
             let t = Instant::now();
             let kept = &self.preps[0].kept;
             let perm: Vec<usize> = out
                 .iter()
                 .map(|l| kept.iter().position(|x| x == l).unwrap_or(0))
                 .collect();
-            transpose(&perm, alpha, &views[0], beta, c)?;
+            transpose_on(threads, &perm, alpha, &views[0], beta, c)?;
+            apply_epilogue(epilogue, c);
             times.write_c = t.elapsed();
             return Ok(times);
-        }
+        };
 
         let (pa, pb) = (&self.preps[0], &self.preps[1]);
         let (mut buf_a, mut buf_b) = (Vec::new(), Vec::new());
         let t = Instant::now();
-        let a = if pa.packed {
-            let order: Vec<_> = [&self.batch[..], &self.m, &self.k].concat();
-            pack(&views[0], &pa.kept, &order, &ext, &mut buf_a)?
-        } else {
-            views[0].clone()
+        let a = match &cand.a_pack {
+            Some(order) => pack(threads, &views[0], &pa.kept, order, &ext, &mut buf_a)?,
+            None => views[0].clone(),
         };
         times.pack_a = t.elapsed();
         let t = Instant::now();
-        let b = if pb.packed {
-            let order: Vec<_> = [&self.batch[..], &self.k, &self.n].concat();
-            pack(&views[1], &pb.kept, &order, &ext, &mut buf_b)?
-        } else {
-            views[1].clone()
+        let b = match &cand.b_pack {
+            Some(order) => pack(threads, &views[1], &pb.kept, order, &ext, &mut buf_b)?,
+            None => views[1].clone(),
         };
         times.pack_b = t.elapsed();
 
-        let (m, a_rs) = matdim(&self.m, &pa.kept, a.layout())?;
-        let (k, a_cs) = matdim(&self.k, &pa.kept, a.layout())?;
-        let (_, b_rs) = matdim(&self.k, &pb.kept, b.layout())?;
-        let (n, b_cs) = matdim(&self.n, &pb.kept, b.layout())?;
-        let (batch_dims, a_bs) = group(&self.batch, &pa.kept, a.layout());
-        let (_, b_bs) = group(&self.batch, &pb.kept, b.layout());
-
         let t = Instant::now();
         let mut tmp: Vec<T> = Vec::new();
-        let (c_ptr, c_layout, g_alpha, g_beta) = if self.c_direct {
-            (c.as_mut_ptr(), c.layout().clone(), alpha, beta)
-        } else {
-            tmp = zeroed(self.c.len(), "the GEMM result")?;
-            let order: Vec<_> = [&self.batch[..], &self.m, &self.n].concat();
-            (
-                tmp.as_mut_ptr(),
-                packed_layout(&order, out, ext)?,
-                T::one(),
-                T::zero(),
-            )
-        };
-        let (_, c_rs) = matdim(&self.m, out, &c_layout)?;
-        let (_, c_cs) = matdim(&self.n, out, &c_layout)?;
-        let (_, c_bs) = group(&self.batch, out, &c_layout);
-        let (ap, bp) = (a.as_ptr(), b.as_ptr());
-        for_each_batch(&batch_dims, [&a_bs, &b_bs, &c_bs], |[oa, ob, oc]| {
-            // SAFETY: the M and K groups fuse in A's layout (checked by `matdim`), so
-            // `oa + i*a_rs + l*a_cs` for i < m, l < k is the offset of an in-bounds index of
-            // `a`; likewise for B and C. C's layout never self-overlaps (checked at planning)
-            // and C shares no memory with A or B (`check_operands`; `tmp` is private).
-            unsafe {
-                gemm(
-                    m,
-                    n,
-                    k,
-                    g_alpha,
-                    Mat {
-                        ptr: ap.wrapping_offset(oa),
-                        rs: a_rs,
-                        cs: a_cs,
-                    },
-                    Mat {
-                        ptr: bp.wrapping_offset(ob),
-                        rs: b_rs,
-                        cs: b_cs,
-                    },
-                    g_beta,
-                    MatMut {
-                        ptr: c_ptr.wrapping_offset(oc),
-                        rs: c_rs,
-                        cs: c_cs,
-                    },
-                );
+        let mut tmp_off = 0;
+        let direct = cand.c_temp.is_none();
+        let (c_ptr, c_layout, g_alpha, g_beta) = match &cand.c_temp {
+            None => (c.as_mut_ptr(), c.layout().clone(), alpha, beta),
+            Some(order) => {
+                let (data, off) = zeroed_aligned(self.c.len(), "the GEMM result")?;
+                tmp = data;
+                tmp_off = off;
+                (
+                    tmp.as_mut_ptr().wrapping_add(off),
+                    packed_layout(order, out, ext)?,
+                    T::one(),
+                    T::zero(),
+                )
             }
-        });
+        };
+        let run = GemmRun {
+            cand,
+            a: (a.as_ptr(), &pa.kept, a.layout()),
+            b: (b.as_ptr(), &pb.kept, b.layout()),
+            c: (c_ptr, out, &c_layout),
+            ext: &ext,
+            epilogue: if direct { epilogue } else { Epilogue::None },
+        };
+        // SAFETY: `a` and `b` are views of the operands or of private packed buffers whose
+        // layouts the candidate was made for; `c_ptr` is C (checked against the plan's layout
+        // in `check_operands`, disjoint from the inputs) or the private temporary `tmp`.
+        unsafe { run.run(threads, g_alpha, g_beta)? };
         times.gemm = t.elapsed();
-        if !self.c_direct {
+        if !direct {
             let t = Instant::now();
-            let tv = StridedView::from_slice(&tmp, c_layout, 0)?;
-            transpose(&identity(out.len()), alpha, &tv, beta, c)?;
+            let tv = StridedView::from_slice(&tmp, c_layout, tmp_off)?;
+            transpose_on(threads, &identity(out.len()), alpha, &tv, beta, c)?;
+            apply_epilogue(epilogue, c);
             times.write_c = t.elapsed();
         }
         Ok(times)
+    }
+
+    /// Times the best-predicted candidates on the real data within `budget` (at least the
+    /// first two), keeps the fastest, and returns the step times of its run. C ends as after
+    /// one execution (it is saved and restored between trials when `beta != 0`).
+    ///
+    /// ```
+    /// use ttgt::{ContractionPlan, DType, Layout, tensor::{StridedView, StridedViewMut}};
+    /// let a = ndarray::Array3::<f32>::ones((6, 5, 7));
+    /// let b = ndarray::Array3::<f32>::ones((7, 5, 4));
+    /// let mut c = ndarray::Array2::<f32>::from_elem((6, 4), 1.0);
+    /// let mut plan = ContractionPlan::new("abc,cbd->ad", &[Layout::of(&a), Layout::of(&b)], &Layout::of(&c), DType::F32).unwrap();
+    /// plan.measure(1.0, &[StridedView::of(&a), StridedView::of(&b)], 1.0,
+    ///              &mut StridedViewMut::of(&mut c).unwrap(), std::time::Duration::from_millis(50)).unwrap();
+    /// assert!(c.iter().all(|&x| x == 36.0)); // 1 + 5 * 7, once
+    /// assert!(plan.measured_seconds(plan.chosen_index()).is_some());
+    /// ```
+    pub fn measure<T: Element>(
+        &mut self,
+        alpha: T,
+        inputs: &[StridedView<'_, T>],
+        beta: T,
+        c: &mut StridedViewMut<'_, T>,
+        budget: Duration,
+    ) -> Result<StepTimes> {
+        self.check_operands(inputs, c)?;
+        if self.candidates.len() <= 1 {
+            return self.execute(alpha, inputs, beta, c);
+        }
+        let saved = (!beta.is_exact_zero()).then(|| snapshot(c));
+        let start = Instant::now();
+        let mut best: Option<(usize, f64, StepTimes)> = None;
+        let mut last = usize::MAX;
+        for i in 0..self.candidates.len() {
+            if i >= 2 && start.elapsed() >= budget {
+                break;
+            }
+            if let (Some(s), true) = (&saved, i > 0) {
+                restore(c, s);
+            }
+            self.chosen = i;
+            let t = self.execute(alpha, inputs, beta, c)?;
+            last = i;
+            let secs = t.total().as_secs_f64();
+            self.measured[i] = Some(secs);
+            if best.as_ref().is_none_or(|b| secs < b.1) {
+                best = Some((i, secs, t));
+            }
+        }
+        let Some((i, _, t)) = best else {
+            return self.execute(alpha, inputs, beta, c);
+        };
+        self.chosen = i;
+        if i == last {
+            return Ok(t);
+        }
+        if let Some(s) = &saved {
+            restore(c, s);
+        }
+        self.execute(alpha, inputs, beta, c)
     }
 
     fn check_operands<T: Element>(
@@ -288,13 +342,18 @@ impl ContractionPlan {
     }
 }
 
-/// Calls `f` with the offsets in each of three tensors of every batch index.
-fn for_each_batch(dims: &[usize], strides: [&[isize]; 3], mut f: impl FnMut([isize; 3])) {
+/// Calls `f` with the offsets in each of `N` tensors of every index of the `dims` space
+/// (`strides[t][d]`: stride of dimension `d` in tensor `t`). Nothing when a dim is 0.
+fn for_each_index<const N: usize>(
+    dims: &[usize],
+    strides: [&[isize]; N],
+    mut f: impl FnMut([isize; N]),
+) {
     if dims.contains(&0) {
         return;
     }
     let mut idx = vec![0usize; dims.len()];
-    let mut off = [0isize; 3];
+    let mut off = [0isize; N];
     loop {
         f(off);
         let mut d = dims.len();
@@ -315,5 +374,185 @@ fn for_each_batch(dims: &[usize], strides: [&[isize]; 3], mut f: impl FnMut([isi
             }
             idx[d] = 0;
         }
+    }
+}
+
+/// The elements of a view, in its index order.
+fn snapshot<T: Element>(c: &StridedViewMut<'_, T>) -> Vec<T> {
+    let l = c.layout();
+    let p = c.as_ptr();
+    let mut v = Vec::with_capacity(l.len());
+    // SAFETY: every offset of an index of `l` addresses an element of the view.
+    for_each_index(l.dims(), [l.strides()], |[o]| {
+        v.push(unsafe { *p.offset(o) })
+    });
+    v
+}
+
+/// Writes back what [`snapshot`] took.
+fn restore<T: Element>(c: &mut StridedViewMut<'_, T>, v: &[T]) {
+    let l = c.layout().clone();
+    let p = c.as_mut_ptr();
+    let mut it = v.iter();
+    // SAFETY: as in `snapshot`; the view is borrowed mutably.
+    for_each_index(l.dims(), [l.strides()], |[o]| {
+        if let Some(&x) = it.next() {
+            unsafe { *p.offset(o) = x }
+        }
+    });
+}
+
+/// Applies the epilogue to every element of C.
+fn apply_epilogue<T: Element>(e: Epilogue, c: &mut StridedViewMut<'_, T>) {
+    if e == Epilogue::None {
+        return;
+    }
+    let l = c.layout().clone();
+    let p = c.as_mut_ptr();
+    // SAFETY: every offset of an index of `l` addresses an element of the view, which is
+    // borrowed mutably.
+    for_each_index(l.dims(), [l.strides()], |[o]| unsafe {
+        let q = p.offset(o);
+        *q = e.apply(*q);
+    });
+}
+
+/// Stride of `label` in a tensor with axes `labels` (0 when it has no such axis).
+fn stride_of(label: Label, labels: &[Label], l: &Layout) -> isize {
+    labels
+        .iter()
+        .position(|&x| x == label)
+        .map_or(0, |i| l.strides()[i])
+}
+
+/// A raw pointer that may cross threads (the loops it is used in write disjoint blocks).
+#[derive(Clone, Copy)]
+struct SendPtr<T>(*mut T);
+// SAFETY: only used by `GemmRun::run`, whose parallel iterations touch disjoint C blocks and
+// only read A and B.
+unsafe impl<T> Send for SendPtr<T> {}
+unsafe impl<T> Sync for SendPtr<T> {}
+
+impl<T> SendPtr<T> {
+    /// The pointer (a method, so that closures capture the whole `SendPtr`).
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// The GEMM loop nest of one candidate over concrete operands.
+struct GemmRun<'a, T> {
+    cand: &'a Candidate,
+    a: (*const T, &'a [Label], &'a Layout),
+    b: (*const T, &'a [Label], &'a Layout),
+    c: (*mut T, &'a [Label], &'a Layout),
+    ext: &'a dyn Fn(Label) -> usize,
+    epilogue: Epilogue,
+}
+
+impl<T: Element> GemmRun<'_, T> {
+    /// Runs every GEMM: independent loops (in parallel when the candidate says so) around
+    /// batch-reduce loops around one strided GEMM; the first call of each C block applies
+    /// `beta`, later ones add; the epilogue runs once per block after the last.
+    ///
+    /// # Safety
+    /// The three pointers address tensors of the given layouts; C's layout never maps two
+    /// indices to one element and C overlaps neither A nor B.
+    unsafe fn run(&self, threads: usize, alpha: T, beta: T) -> Result<()> {
+        let cand = self.cand;
+        let (ap, a_labels, la) = self.a;
+        let (bp, b_labels, lb) = self.b;
+        let (cp, c_labels, lc) = self.c;
+        let (m, a_rs) = matdim(&cand.m, a_labels, la)?;
+        let (k, a_cs) = matdim(&cand.k, a_labels, la)?;
+        let (_, b_rs) = matdim(&cand.k, b_labels, lb)?;
+        let (n, b_cs) = matdim(&cand.n, b_labels, lb)?;
+        let (_, c_rs) = matdim(&cand.m, c_labels, lc)?;
+        let (_, c_cs) = matdim(&cand.n, c_labels, lc)?;
+        let strides = |ls: &[Label], labels: &[Label], l: &Layout| -> Vec<isize> {
+            ls.iter().map(|&x| stride_of(x, labels, l)).collect()
+        };
+        let loop_dims: Vec<usize> = cand.loops.iter().map(|&l| (self.ext)(l)).collect();
+        let (loop_a, loop_b, loop_c) = (
+            strides(&cand.loops, a_labels, la),
+            strides(&cand.loops, b_labels, lb),
+            strides(&cand.loops, c_labels, lc),
+        );
+        let red_dims: Vec<usize> = cand.reduce.iter().map(|&l| (self.ext)(l)).collect();
+        let (red_a, red_b) = (
+            strides(&cand.reduce, a_labels, la),
+            strides(&cand.reduce, b_labels, lb),
+        );
+        let reductions: usize = red_dims.iter().product();
+        let (library, epilogue) = (cand.library, self.epilogue);
+        let (ap, bp, cp) = (SendPtr(ap as *mut T), SendPtr(bp as *mut T), SendPtr(cp));
+        let block = move |[oa, ob, oc]: [isize; 3], gemm_threads: usize| {
+            let cb = MatMut {
+                ptr: cp.get().wrapping_offset(oc),
+                rs: c_rs,
+                cs: c_cs,
+            };
+            let call = |da: isize, db: isize, k: usize, beta: T| {
+                // SAFETY: the GEMM groups fuse in each operand's layout (checked by
+                // `matdim`) and the loop offsets are offsets of in-bounds indices, so every
+                // element the call addresses lies inside its tensor; this C block is
+                // written by this call only.
+                unsafe {
+                    gemm(
+                        library,
+                        gemm_threads,
+                        m,
+                        n,
+                        k,
+                        alpha,
+                        Mat {
+                            ptr: ap.get().wrapping_offset(oa + da),
+                            rs: a_rs,
+                            cs: a_cs,
+                        },
+                        Mat {
+                            ptr: bp.get().wrapping_offset(ob + db),
+                            rs: b_rs,
+                            cs: b_cs,
+                        },
+                        beta,
+                        cb,
+                    )
+                }
+            };
+            if reductions == 0 {
+                call(0, 0, 0, beta);
+            } else {
+                let mut first = true;
+                for_each_index(&red_dims, [&red_a, &red_b], |[da, db]| {
+                    call(da, db, k, if first { beta } else { T::one() });
+                    first = false;
+                });
+            }
+            if epilogue != Epilogue::None {
+                for i in 0..m as isize {
+                    for j in 0..n as isize {
+                        // SAFETY: (i, j) is inside this block of C.
+                        unsafe {
+                            let q = cb.ptr.offset(i * c_rs + j * c_cs);
+                            *q = epilogue.apply(*q);
+                        }
+                    }
+                }
+            }
+        };
+        if cand.parallel {
+            let mut offsets = Vec::with_capacity(loop_dims.iter().product());
+            for_each_index(&loop_dims, [&loop_a, &loop_b, &loop_c], |o| offsets.push(o));
+            on_threads(threads, || {
+                use rayon::prelude::*;
+                offsets.par_iter().for_each(|&o| block(o, 1));
+            });
+        } else {
+            for_each_index(&loop_dims, [&loop_a, &loop_b, &loop_c], |o| {
+                block(o, cand.gemm_threads)
+            });
+        }
+        Ok(())
     }
 }

@@ -1,0 +1,157 @@
+//! Strided GEMM `C = alpha * A·B + beta * C` for the four element types behind one small
+//! trait, [`GemmBackend`], with two implementations: the `matrixmultiply` crate and the `gemm`
+//! crate (AVX-512 kernels through its `x86-v4` feature, rayon-parallel). [`gemm`] dispatches
+//! on a [`GemmLibrary`] chosen by the planner.
+
+mod gemm_crate;
+mod matrixmultiply;
+
+use crate::model::GemmLibrary;
+use crate::tensor::Element;
+
+pub(crate) use self::gemm_crate::GemmCrate;
+pub(crate) use self::matrixmultiply::MatrixMultiply;
+
+/// A matrix operand: pointer to element (0, 0) and its row and column strides in elements.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mat<T> {
+    pub ptr: *const T,
+    pub rs: isize,
+    pub cs: isize,
+}
+
+/// The output matrix.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MatMut<T> {
+    pub ptr: *mut T,
+    pub rs: isize,
+    pub cs: isize,
+}
+
+/// A GEMM library.
+pub(crate) trait GemmBackend {
+    /// `C[m×n] = alpha * A[m×k] · B[k×n] + beta * C` with `m, n, k > 0`; with `beta == 0`, C
+    /// is not read. `threads` is the parallelism the call may use.
+    ///
+    /// # Safety
+    /// As for [`gemm`].
+    #[allow(clippy::too_many_arguments)] // the BLAS signature plus a thread count
+    unsafe fn gemm<T: Element>(
+        m: usize,
+        n: usize,
+        k: usize,
+        alpha: T,
+        a: Mat<T>,
+        b: Mat<T>,
+        beta: T,
+        c: MatMut<T>,
+        threads: usize,
+    );
+}
+
+/// `C[m×n] = alpha * A[m×k] · B[k×n] + beta * C` through `library` on up to `threads`
+/// threads. With `beta == 0`, C is not read. `k == 0` gives `C = beta * C`.
+///
+/// # Safety
+/// Every `A[i, l]`, `B[l, j]`, `C[i, j]` for `i < m`, `j < n`, `l < k` addresses a valid
+/// element (`ptr + i*rs + l*cs` etc.), C's elements are distinct (no zero or overlapping
+/// strides), C is not read or written by anything else during the call and overlaps neither
+/// A nor B.
+#[allow(clippy::too_many_arguments)] // the BLAS signature plus library and thread count
+pub(crate) unsafe fn gemm<T: Element>(
+    library: GemmLibrary,
+    threads: usize,
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: T,
+    a: Mat<T>,
+    b: Mat<T>,
+    beta: T,
+    c: MatMut<T>,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        for i in 0..m as isize {
+            for j in 0..n as isize {
+                let q = c.ptr.offset(i * c.rs + j * c.cs);
+                *q = if beta.is_exact_zero() {
+                    T::zero()
+                } else {
+                    beta * *q
+                };
+            }
+        }
+        return;
+    }
+    match library {
+        GemmLibrary::MatrixMultiply => MatrixMultiply::gemm(m, n, k, alpha, a, b, beta, c, threads),
+        GemmLibrary::Gemm => GemmCrate::gemm(m, n, k, alpha, a, b, beta, c, threads),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check<T: Element>(library: GemmLibrary) {
+        // A = [[1,2,3],[4,5,6]] row-major, B = A^T read through swapped strides; C strided.
+        let a: Vec<T> = (1..=6).map(|x| T::from_parts(x as f64, 0.5)).collect();
+        for beta in [0.0, 0.5] {
+            let mut c = vec![T::from_f64(if beta == 0.0 { f64::NAN } else { 2.0 }); 8];
+            unsafe {
+                gemm(
+                    library,
+                    2,
+                    2,
+                    2,
+                    3,
+                    T::from_parts(1.5, -0.25),
+                    Mat {
+                        ptr: a.as_ptr(),
+                        rs: 3,
+                        cs: 1,
+                    },
+                    Mat {
+                        ptr: a.as_ptr(),
+                        rs: 1,
+                        cs: 3,
+                    },
+                    T::from_f64(beta),
+                    MatMut {
+                        ptr: c.as_mut_ptr(),
+                        rs: 1,
+                        cs: 4,
+                    },
+                );
+            }
+            for i in 0..2 {
+                for j in 0..2 {
+                    let mut s = T::zero();
+                    for l in 0..3 {
+                        s += a[i * 3 + l] * a[j * 3 + l];
+                    }
+                    let want = T::from_parts(1.5, -0.25) * s + T::from_f64(beta * 2.0);
+                    let got = c[i + 4 * j];
+                    assert!(
+                        (got - want).abs_f64() < 1e-4,
+                        "{library} {:?} beta {beta}: {got:?} vs {want:?}",
+                        T::DTYPE
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn all_types_both_libraries() {
+        for lib in GemmLibrary::ALL {
+            check::<f32>(lib);
+            check::<f64>(lib);
+            check::<num_complex::Complex32>(lib);
+            check::<num_complex::Complex64>(lib);
+        }
+    }
+}

@@ -1,0 +1,520 @@
+//! The ways to run a two-operand contraction, and their predicted costs.
+//!
+//! A [`Candidate`] says which operands are packed (and in which index order), whether the
+//! GEMM writes a temporary that is then transposed into C, which indices the GEMM covers
+//! (`m`, `n`, `k`: groups that fuse into one matrix dimension in every operand that holds
+//! them), and which remain as loops around it: independent loops (batch indices, and free
+//! indices that do not fuse) that may run in parallel, and batch-reduce loops (contracted
+//! indices that do not fuse) that accumulate into the same C block. Special cases: no packing
+//! and no loops is a GEMM straight on the operands; packing everything is TTGT; no packing
+//! with loops is loop-over-GEMM (with batch-reduce when K does not fuse).
+//!
+//! [`enumerate`] lists them (index orders taken from C's and the operands' strides, packed
+//! group orders `[batch|M|K]` or `[batch|K|M]` etc., each GEMM library, serial or parallel
+//! independent loops) and prices each step with the transpose and GEMM models.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use super::groups::{by_stride, fuse, group, packed_layout};
+use super::options::PlanOptions;
+use super::prepare::OperandPrep;
+use crate::einsum::{BoundSpec, Label};
+use crate::error::{Error, Result};
+use crate::model::{gemm_coeffs, predict_transpose, profile, GemmLibrary, Profile};
+use crate::tensor::{DType, Layout};
+use crate::transpose::{TransposeOptions, TransposePlan};
+
+/// The family a candidate belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CandidateKind {
+    /// No copies: one GEMM (or a loop over batch indices) on the operands as they are.
+    Direct,
+    /// Transpose-Transpose-GEMM-Transpose: at least one operand or the result is copied;
+    /// no loops but batch loops.
+    Ttgt,
+    /// No copies; free or contracted indices that do not fuse are loops around a strided GEMM
+    /// (contracted ones as batch-reduce loops).
+    LoopOverGemm,
+    /// Some copies and some loops.
+    Hybrid,
+}
+
+impl fmt::Display for CandidateKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CandidateKind::Direct => "direct GEMM",
+            CandidateKind::Ttgt => "TTGT",
+            CandidateKind::LoopOverGemm => "loop-over-GEMM",
+            CandidateKind::Hybrid => "TTGT with loops",
+        })
+    }
+}
+
+/// Predicted (or measured) seconds of each step.
+///
+/// ```
+/// let c = ttgt::plan::StepCosts { gemm: 2.0, pack_a: 0.5, ..Default::default() };
+/// assert_eq!(c.total(), 2.5);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepCosts {
+    /// Diagonals and one-sided sums.
+    pub prepare: f64,
+    /// Packing A.
+    pub pack_a: f64,
+    /// Packing B.
+    pub pack_b: f64,
+    /// All GEMM calls.
+    pub gemm: f64,
+    /// Writing the temporary result into C, and the epilogue.
+    pub write_c: f64,
+}
+
+impl StepCosts {
+    /// Sum of the steps.
+    pub fn total(&self) -> f64 {
+        self.prepare + self.pack_a + self.pack_b + self.gemm + self.write_c
+    }
+}
+
+/// One way to run a two-operand contraction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    /// Pack A into a row-major buffer with these axes, outermost first (`None`: use A as is).
+    pub a_pack: Option<Vec<Label>>,
+    /// Pack B likewise.
+    pub b_pack: Option<Vec<Label>>,
+    /// The GEMM writes a row-major temporary with these axes, then it is transposed into C
+    /// (`None`: the GEMM writes C).
+    pub c_temp: Option<Vec<Label>>,
+    /// Labels fused into the GEMM's rows, outermost first.
+    pub m: Vec<Label>,
+    /// Labels fused into the GEMM's columns.
+    pub n: Vec<Label>,
+    /// Labels fused into the GEMM's inner dimension.
+    pub k: Vec<Label>,
+    /// Independent loops around the GEMM (batch indices and free indices that do not fuse),
+    /// outermost first.
+    pub loops: Vec<Label>,
+    /// Batch-reduce loops (contracted indices that do not fuse), accumulating into one C
+    /// block: the first call applies beta, the others add.
+    pub reduce: Vec<Label>,
+    /// Whether the independent loops run on rayon threads (each GEMM single-threaded).
+    pub parallel: bool,
+    /// GEMM library.
+    pub library: GemmLibrary,
+    /// Threads of each GEMM call.
+    pub gemm_threads: usize,
+    /// `(calls, m, n, k)` of the GEMMs.
+    pub gemm_shape: (usize, usize, usize, usize),
+    /// Bytes allocated for packed operands and the temporary result.
+    pub workspace_bytes: usize,
+    /// Predicted seconds per step.
+    pub predicted: StepCosts,
+    /// How many of `loops` (the first ones) are batch indices.
+    pub(crate) batch_loops: usize,
+}
+
+fn names(ls: &[Label]) -> String {
+    ls.iter().map(|l| l.to_string()).collect()
+}
+
+impl Candidate {
+    /// The family of the candidate.
+    pub fn kind(&self) -> CandidateKind {
+        let copies = self.a_pack.is_some() || self.b_pack.is_some() || self.c_temp.is_some();
+        let looped = !self.reduce.is_empty() || self.loops.len() > self.batch_loops;
+        match (copies, looped) {
+            (false, false) => CandidateKind::Direct,
+            (true, false) => CandidateKind::Ttgt,
+            (false, true) => CandidateKind::LoopOverGemm,
+            (true, true) => CandidateKind::Hybrid,
+        }
+    }
+
+    /// Number of operands copied (A, B, the result).
+    pub fn copies(&self) -> usize {
+        self.a_pack.is_some() as usize
+            + self.b_pack.is_some() as usize
+            + self.c_temp.is_some() as usize
+    }
+
+    /// One line: kind, packing, GEMM shape and loops, library.
+    pub fn summary(&self) -> String {
+        let mut s = format!("{}", self.kind());
+        let mut parts = Vec::new();
+        if let Some(o) = &self.a_pack {
+            parts.push(format!("pack A[{}]", names(o)));
+        }
+        if let Some(o) = &self.b_pack {
+            parts.push(format!("pack B[{}]", names(o)));
+        }
+        let (calls, m, n, k) = self.gemm_shape;
+        parts.push(format!(
+            "GEMM {m}x{n}x{k} (m={} n={} k={})",
+            names(&self.m),
+            names(&self.n),
+            names(&self.k)
+        ));
+        if calls != 1 || !self.loops.is_empty() || !self.reduce.is_empty() {
+            let mut l = format!("x{calls} calls");
+            if !self.loops.is_empty() {
+                l += &format!(
+                    ", loops {}{}",
+                    names(&self.loops),
+                    if self.parallel { " in parallel" } else { "" }
+                );
+            }
+            if !self.reduce.is_empty() {
+                l += &format!(", batch-reduce over {}", names(&self.reduce));
+            }
+            parts.push(l);
+        }
+        if let Some(o) = &self.c_temp {
+            parts.push(format!("T[{}] -> C", names(o)));
+        }
+        s += ": ";
+        s += &parts.join(", ");
+        s += &format!(" [{}]", self.library);
+        s
+    }
+}
+
+/// What the enumeration needs to know about the contraction.
+pub(crate) struct Problem<'a> {
+    pub bound: &'a BoundSpec,
+    pub preps: &'a [OperandPrep],
+    pub c: &'a Layout,
+    pub batch: Vec<Label>,
+    pub m: Vec<Label>,
+    pub n: Vec<Label>,
+    pub k: Vec<Label>,
+    pub dtype: DType,
+}
+
+/// Result of an enumeration: candidates sorted by predicted time, and how many the
+/// workspace limit excluded (with the best excluded one).
+pub(crate) struct Enumeration {
+    pub candidates: Vec<Candidate>,
+    pub excluded: usize,
+    pub best_excluded: Option<Candidate>,
+}
+
+fn dedup(opts: Vec<Vec<Label>>) -> Vec<Vec<Label>> {
+    let mut out: Vec<Vec<Label>> = Vec::new();
+    for o in opts {
+        if !out.contains(&o) {
+            out.push(o);
+        }
+    }
+    out
+}
+
+/// The longest innermost part of `order` that fuses (in this order) in every `(labels,
+/// layout)` given.
+fn fused_suffix(order: &[Label], tensors: &[(&[Label], &Layout)]) -> Vec<Label> {
+    for start in 0..=order.len() {
+        let part = &order[start..];
+        let ok = tensors.iter().all(|(labels, layout)| {
+            let present: Vec<Label> = part
+                .iter()
+                .copied()
+                .filter(|l| labels.contains(l))
+                .collect();
+            let (d, s) = group(&present, labels, layout);
+            fuse(&d, &s).is_some()
+        });
+        if ok {
+            return part.to_vec();
+        }
+    }
+    Vec::new()
+}
+
+/// `(extent, stride)` of a fused group, or `(1, 0)` for none.
+fn matdim(labels: &[Label], axis_labels: &[Label], l: &Layout) -> (usize, isize) {
+    let present: Vec<Label> = labels
+        .iter()
+        .copied()
+        .filter(|x| axis_labels.contains(x))
+        .collect();
+    let (d, s) = group(&present, axis_labels, l);
+    fuse(&d, &s).unwrap_or((1, 0))
+}
+
+/// Extra seconds a GEMM library spends gathering an operand with no unit stride.
+fn gather_penalty(
+    rows: (usize, isize),
+    cols: (usize, isize),
+    reads: f64,
+    es: f64,
+    p: &Profile,
+) -> f64 {
+    let unit = |(d, s): (usize, isize)| d <= 1 || s.unsigned_abs() == 1;
+    if unit(rows) || unit(cols) {
+        0.0
+    } else {
+        // A strided gather runs at about a quarter of copy bandwidth per byte touched.
+        4.0 * reads * es / (p.copy_gbps(1) * 1e9)
+    }
+}
+
+struct Pricer<'a> {
+    pb: &'a Problem<'a>,
+    threads: usize,
+    profile: Profile,
+    memo: HashMap<(u8, Vec<Label>), f64>,
+}
+
+impl Pricer<'_> {
+    /// Predicted seconds of copying `src` (axes `labels`) into the row-major `order` layout
+    /// (`which`: 0 = A, 1 = B, 2 = the temporary into C).
+    fn copy_cost(&mut self, which: u8, order: &[Label]) -> Result<f64> {
+        if let Some(&t) = self.memo.get(&(which, order.to_vec())) {
+            return Ok(t);
+        }
+        let pb = self.pb;
+        let ext = |l| pb.bound.extent(l);
+        let out = pb.bound.output();
+        let (from, to) = match which {
+            0 => (
+                pb.preps[0].prepared.clone(),
+                packed_layout(order, &pb.preps[0].kept, ext)?,
+            ),
+            1 => (
+                pb.preps[1].prepared.clone(),
+                packed_layout(order, &pb.preps[1].kept, ext)?,
+            ),
+            _ => (packed_layout(order, out, ext)?, pb.c.clone()),
+        };
+        let ident: Vec<usize> = (0..from.ndim()).collect();
+        let opts = TransposeOptions {
+            threads: Some(self.threads),
+            ..Default::default()
+        };
+        let plan = TransposePlan::new(&ident, &from, &to, pb.dtype, &opts)?;
+        let t = predict_transpose(&plan, false, &self.profile);
+        self.memo.insert((which, order.to_vec()), t);
+        Ok(t)
+    }
+}
+
+/// Lists every candidate of a two-operand contraction under `options`, priced and sorted.
+pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enumeration> {
+    let threads = options
+        .threads
+        .unwrap_or_else(rayon::current_num_threads)
+        .max(1);
+    let (pa, pbp) = (&pb.preps[0], &pb.preps[1]);
+    let out = pb.bound.output();
+    let ext = |l| pb.bound.extent(l);
+    let es = pb.dtype.size_bytes();
+    let libs: Vec<GemmLibrary> = match options.library {
+        Some(l) => vec![l],
+        None => GemmLibrary::ALL.to_vec(),
+    };
+    let m_opts = dedup(vec![
+        by_stride(&pb.m, out, pb.c),
+        by_stride(&pb.m, &pa.kept, &pa.prepared),
+    ]);
+    let n_opts = dedup(vec![
+        by_stride(&pb.n, out, pb.c),
+        by_stride(&pb.n, &pbp.kept, &pbp.prepared),
+    ]);
+    let k_opts = dedup(vec![
+        by_stride(&pb.k, &pa.kept, &pa.prepared),
+        by_stride(&pb.k, &pbp.kept, &pbp.prepared),
+    ]);
+    let batch = by_stride(&pb.batch, out, pb.c);
+    let mut pricer = Pricer {
+        pb,
+        threads,
+        profile: profile(),
+        memo: HashMap::new(),
+    };
+    let sums_bytes: usize = pb
+        .preps
+        .iter()
+        .filter(|p| !p.summed.is_empty())
+        .map(|p| p.prepared.len() * es)
+        .sum();
+    let prepare_cost: f64 = pb
+        .preps
+        .iter()
+        .filter(|p| !p.summed.is_empty())
+        .map(|p| (p.layout.len() * es) as f64 / (pricer.profile.copy_gbps(threads) * 1e9))
+        .sum();
+    let limit = options.workspace_limit.unwrap_or(usize::MAX);
+    if sums_bytes > limit {
+        return Err(Error::Workspace {
+            needed: sums_bytes,
+            limit,
+        });
+    }
+
+    let mut seen = HashSet::new();
+    let mut all = Vec::new();
+    let mut excluded = Vec::new();
+    for mo in &m_opts {
+        for no in &n_opts {
+            for ko in &k_opts {
+                let a_choices = [
+                    None,
+                    Some([&batch[..], mo, ko].concat()),
+                    Some([&batch[..], ko, mo].concat()),
+                ];
+                let b_choices = [
+                    None,
+                    Some([&batch[..], ko, no].concat()),
+                    Some([&batch[..], no, ko].concat()),
+                ];
+                let c_choices = [
+                    None,
+                    Some([&batch[..], mo, no].concat()),
+                    Some([&batch[..], no, mo].concat()),
+                ];
+                for ac in &a_choices {
+                    for bc in &b_choices {
+                        for cc in &c_choices {
+                            let la = match ac {
+                                Some(o) => packed_layout(o, &pa.kept, ext)?,
+                                None => pa.prepared.clone(),
+                            };
+                            let lb = match bc {
+                                Some(o) => packed_layout(o, &pbp.kept, ext)?,
+                                None => pbp.prepared.clone(),
+                            };
+                            let lc = match cc {
+                                Some(o) => packed_layout(o, out, ext)?,
+                                None => pb.c.clone(),
+                            };
+                            let ta: (&[Label], &Layout) = (&pa.kept, &la);
+                            let tb: (&[Label], &Layout) = (&pbp.kept, &lb);
+                            let tc: (&[Label], &Layout) = (out, &lc);
+                            let gm = fused_suffix(mo, &[ta, tc]);
+                            let gn = fused_suffix(no, &[tb, tc]);
+                            let gk = fused_suffix(ko, &[ta, tb]);
+                            let mut loops = batch.clone();
+                            let mut free: Vec<Label> = mo[..mo.len() - gm.len()]
+                                .iter()
+                                .chain(&no[..no.len() - gn.len()])
+                                .copied()
+                                .collect();
+                            free = by_stride(&free, out, &lc);
+                            loops.extend(free);
+                            let reduce = ko[..ko.len() - gk.len()].to_vec();
+                            let key = (
+                                ac.clone(),
+                                bc.clone(),
+                                cc.clone(),
+                                gm.clone(),
+                                gn.clone(),
+                                gk.clone(),
+                                loops.clone(),
+                            );
+                            if !seen.insert(key) {
+                                continue;
+                            }
+                            let workspace = sums_bytes
+                                + es * (ac.as_ref().map_or(0, |_| pa.prepared.len())
+                                    + bc.as_ref().map_or(0, |_| pbp.prepared.len())
+                                    + cc.as_ref().map_or(0, |_| pb.c.len()));
+                            let independent: usize = loops.iter().map(|&l| ext(l)).product();
+                            let reductions: usize = reduce.iter().map(|&l| ext(l)).product();
+                            let (m, a_rs) = matdim(&gm, &pa.kept, &la);
+                            let (k, a_cs) = matdim(&gk, &pa.kept, &la);
+                            let (_, b_rs) = matdim(&gk, &pbp.kept, &lb);
+                            let (n, b_cs) = matdim(&gn, &pbp.kept, &lb);
+                            let (_, c_rs) = matdim(&gm, out, &lc);
+                            let (_, c_cs) = matdim(&gn, out, &lc);
+                            let mut costs = StepCosts {
+                                prepare: prepare_cost,
+                                ..Default::default()
+                            };
+                            if let Some(o) = ac {
+                                costs.pack_a = pricer.copy_cost(0, o)?;
+                            }
+                            if let Some(o) = bc {
+                                costs.pack_b = pricer.copy_cost(1, o)?;
+                            }
+                            if let Some(o) = cc {
+                                costs.write_c = pricer.copy_cost(2, o)?;
+                            }
+                            let (mf, nf, kf) = (m as f64, n as f64, k as f64);
+                            let esf = es as f64;
+                            let p = &pricer.profile;
+                            let penalty = gather_penalty(
+                                (m, a_rs),
+                                (k, a_cs),
+                                mf * kf * (nf / 1024.0).ceil(),
+                                esf,
+                                p,
+                            ) + gather_penalty((k, b_rs), (n, b_cs), kf * nf, esf, p)
+                                + gather_penalty((m, c_rs), (n, c_cs), 2.0 * mf * nf, esf, p);
+                            let calls = independent * reductions.max(1);
+                            for &library in &libs {
+                                let par_opts: &[bool] = if threads > 1
+                                    && independent > 1
+                                    && library == GemmLibrary::Gemm
+                                {
+                                    &[false, true]
+                                } else {
+                                    &[false]
+                                };
+                                for &parallel in par_opts {
+                                    let gt = if parallel { 1 } else { threads };
+                                    let co = gemm_coeffs(p, library, pb.dtype, gt);
+                                    let per = co.seconds(m, n, k) + penalty / gt as f64;
+                                    let waves = if parallel {
+                                        independent.div_ceil(threads)
+                                    } else {
+                                        independent
+                                    };
+                                    let c = Candidate {
+                                        a_pack: ac.clone(),
+                                        b_pack: bc.clone(),
+                                        c_temp: cc.clone(),
+                                        m: gm.clone(),
+                                        n: gn.clone(),
+                                        k: gk.clone(),
+                                        loops: loops.clone(),
+                                        reduce: reduce.clone(),
+                                        parallel,
+                                        library,
+                                        gemm_threads: gt,
+                                        gemm_shape: (calls, m, n, k),
+                                        workspace_bytes: workspace,
+                                        predicted: StepCosts {
+                                            gemm: waves as f64 * reductions.max(1) as f64 * per,
+                                            ..costs
+                                        },
+                                        batch_loops: batch.len(),
+                                    };
+                                    if workspace > limit {
+                                        excluded.push(c);
+                                    } else {
+                                        all.push(c);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let by_time = |x: &Candidate, y: &Candidate| {
+        x.predicted
+            .total()
+            .total_cmp(&y.predicted.total())
+            .then(x.copies().cmp(&y.copies()))
+    };
+    all.sort_by(by_time);
+    excluded.sort_by(by_time);
+    Ok(Enumeration {
+        excluded: excluded.len(),
+        best_excluded: excluded.into_iter().next(),
+        candidates: all,
+    })
+}

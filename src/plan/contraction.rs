@@ -1,0 +1,318 @@
+//! [`ContractionPlan`]: a spec bound to operand layouts, its candidates priced by the cost
+//! models, and the chosen one.
+
+use super::candidate::{enumerate, Candidate, Problem, StepCosts};
+use super::groups::in_order_of;
+use super::options::{Epilogue, PlanOptions};
+use super::prepare::{prepare, OperandPrep};
+use crate::einsum::{parse, BoundSpec, Contraction, IndexKind, Label};
+use crate::error::{Error, Result};
+use crate::model::{gemm_coeffs, profile};
+use crate::tensor::{DType, Layout};
+
+/// A planned contraction `C = alpha * A·B + beta * C` (or `C = alpha * op(A) + beta * C`).
+/// Planning never touches data; the plan can be executed any number of times on operands of
+/// the layouts it was made for ([`ContractionPlan::execute`]).
+///
+/// ```
+/// use ttgt::{ContractionPlan, DType, Layout};
+/// let a = Layout::row_major(&[8, 9, 10]).unwrap();
+/// let b = Layout::row_major(&[10, 11]).unwrap();
+/// let c = Layout::row_major(&[8, 9, 11]).unwrap();
+/// let plan = ContractionPlan::new("ijk,kl->ijl", &[a, b], &c, DType::F64).unwrap();
+/// assert_eq!(plan.copies(), 0); // already a GEMM: no packing, GEMM writes into C
+/// assert_eq!(plan.gemm_shape(), (1, 72, 11, 10));
+/// ```
+#[derive(Clone, Debug)]
+pub struct ContractionPlan {
+    pub(crate) bound: BoundSpec,
+    pub(crate) contraction: Contraction,
+    pub(crate) dtype: DType,
+    pub(crate) inputs: Vec<Layout>,
+    pub(crate) preps: Vec<OperandPrep>,
+    pub(crate) c: Layout,
+    pub(crate) options: PlanOptions,
+    pub(crate) threads: usize,
+    pub(crate) candidates: Vec<Candidate>,
+    pub(crate) chosen: usize,
+    pub(crate) excluded: usize,
+    pub(crate) best_excluded: Option<Candidate>,
+    pub(crate) measured: Vec<Option<f64>>,
+}
+
+impl ContractionPlan {
+    /// Plans `spec` for operands of the given layouts (as passed, before `...` broadcasting)
+    /// and an output of layout `c`, with default [`PlanOptions`].
+    ///
+    /// Errors: everything [`parse`](crate::einsum::parse) and
+    /// [`bind`](crate::einsum::Spec::bind) report, an output whose extents differ from the
+    /// spec's, an output layout that may address one element twice, and specs with more than
+    /// two operands (use [`einsum`](crate::einsum()) for those).
+    pub fn new(spec: &str, inputs: &[Layout], c: &Layout, dtype: DType) -> Result<Self> {
+        Self::with_options(spec, inputs, c, dtype, &PlanOptions::default())
+    }
+
+    /// Plans with explicit options: threads, a workspace limit (candidates that need more are
+    /// not considered; the error [`Error::Workspace`] when none fits), a forced GEMM library,
+    /// an epilogue.
+    ///
+    /// ```
+    /// use ttgt::{ContractionPlan, DType, Layout, plan::PlanOptions};
+    /// let a = Layout::row_major(&[16, 12, 20]).unwrap();
+    /// let b = Layout::row_major(&[20, 12, 14]).unwrap();
+    /// let c = Layout::row_major(&[16, 14]).unwrap();
+    /// let o = PlanOptions { workspace_limit: Some(0), ..Default::default() };
+    /// let p = ContractionPlan::with_options("abc,cbd->ad", &[a, b], &c, DType::F64, &o).unwrap();
+    /// assert_eq!(p.workspace_bytes(), 0); // no room for copies: a loop over GEMMs
+    /// ```
+    pub fn with_options(
+        spec: &str,
+        inputs: &[Layout],
+        c: &Layout,
+        dtype: DType,
+        options: &PlanOptions,
+    ) -> Result<Self> {
+        let parsed = parse(spec)?;
+        let shapes: Vec<&[usize]> = inputs.iter().map(|l| l.dims()).collect();
+        let bound = parsed.bind(&shapes)?;
+        let contraction = bound.classify()?;
+        let expected = bound.output_shape();
+        if c.dims() != expected.as_slice() {
+            return Err(Error::OutputShape {
+                spec: spec.to_string(),
+                expected,
+                given: c.dims().to_vec(),
+            });
+        }
+        if c.may_self_overlap() {
+            return Err(Error::Overlap {
+                what: "itself (two indices address one element)".into(),
+            });
+        }
+        if options.epilogue == Epilogue::Relu && matches!(dtype, DType::C32 | DType::C64) {
+            return Err(Error::Unsupported(format!(
+                "the ReLU epilogue is defined for real element types, not {dtype}"
+            )));
+        }
+        if options.threads == Some(0) {
+            return Err(Error::Unsupported("threads must be at least 1".into()));
+        }
+        let preps: Vec<OperandPrep> = inputs
+            .iter()
+            .enumerate()
+            .map(|(k, l)| prepare(&bound, k, bound.effective_layout(k, l)))
+            .collect::<Result<_>>()?;
+        let threads = options
+            .threads
+            .unwrap_or_else(rayon::current_num_threads)
+            .max(1);
+        let mut plan = ContractionPlan {
+            dtype,
+            inputs: inputs.to_vec(),
+            c: c.clone(),
+            options: options.clone(),
+            threads,
+            candidates: Vec::new(),
+            chosen: 0,
+            excluded: 0,
+            best_excluded: None,
+            measured: Vec::new(),
+            preps,
+            bound,
+            contraction,
+        };
+        if plan.preps.len() == 2 {
+            let kind = |kind: IndexKind| plan.contraction.labels_of(kind);
+            let out = plan.bound.output().to_vec();
+            let problem = Problem {
+                bound: &plan.bound,
+                preps: &plan.preps,
+                c: &plan.c,
+                batch: in_order_of(&kind(IndexKind::Batch), &out),
+                m: in_order_of(&kind(IndexKind::FreeA), &out),
+                n: in_order_of(&kind(IndexKind::FreeB), &out),
+                k: in_order_of(&kind(IndexKind::Contracted), &plan.preps[0].kept),
+                dtype,
+            };
+            let e = enumerate(&problem, options)?;
+            if e.candidates.is_empty() {
+                return Err(Error::Workspace {
+                    needed: e.best_excluded.map_or(0, |c| c.workspace_bytes),
+                    limit: options.workspace_limit.unwrap_or(usize::MAX),
+                });
+            }
+            plan.measured = vec![None; e.candidates.len()];
+            plan.candidates = e.candidates;
+            plan.excluded = e.excluded;
+            plan.best_excluded = e.best_excluded;
+        }
+        Ok(plan)
+    }
+
+    /// The bound spec.
+    pub fn bound(&self) -> &BoundSpec {
+        &self.bound
+    }
+
+    /// The classified contraction.
+    pub fn contraction(&self) -> &Contraction {
+        &self.contraction
+    }
+
+    /// Element type the plan was made for.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The options the plan was made with.
+    pub fn options(&self) -> &PlanOptions {
+        &self.options
+    }
+
+    /// Threads the plan runs on.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Every candidate that fits the workspace limit, best predicted first (empty for
+    /// one-operand specs).
+    ///
+    /// ```
+    /// use ttgt::{ContractionPlan, DType, Layout};
+    /// let r = |d: &[usize]| Layout::row_major(d).unwrap();
+    /// let p = ContractionPlan::new("abc,cbd->ad", &[r(&[8, 6, 10]), r(&[10, 6, 7])], &r(&[8, 7]), DType::F32).unwrap();
+    /// assert!(p.candidates().len() > 2);
+    /// assert!(p.candidates().windows(2).all(|w| w[0].predicted.total() <= w[1].predicted.total()));
+    /// ```
+    pub fn candidates(&self) -> &[Candidate] {
+        &self.candidates
+    }
+
+    /// The candidate executions use (`None` for one-operand specs).
+    pub fn chosen(&self) -> Option<&Candidate> {
+        self.candidates.get(self.chosen)
+    }
+
+    /// Index of the chosen candidate in [`ContractionPlan::candidates`].
+    pub fn chosen_index(&self) -> usize {
+        self.chosen
+    }
+
+    /// Makes candidate `index` the one executions use (to force a strategy, or to compare).
+    ///
+    /// ```
+    /// use ttgt::{ContractionPlan, DType, Layout};
+    /// let r = |d: &[usize]| Layout::row_major(d).unwrap();
+    /// let mut p = ContractionPlan::new("abc,cbd->ad", &[r(&[8, 6, 10]), r(&[10, 6, 7])], &r(&[8, 7]), DType::F32).unwrap();
+    /// let last = p.candidates().len() - 1;
+    /// p.choose(last).unwrap();
+    /// assert_eq!(p.chosen_index(), last);
+    /// assert!(p.choose(last + 1).is_err());
+    /// ```
+    pub fn choose(&mut self, index: usize) -> Result<()> {
+        if index >= self.candidates.len() {
+            return Err(Error::Unsupported(format!(
+                "candidate {index} does not exist (the plan has {})",
+                self.candidates.len()
+            )));
+        }
+        self.chosen = index;
+        Ok(())
+    }
+
+    /// Predicted seconds of one execution of the chosen candidate (the one-sided sums and
+    /// the transposition for one-operand specs are priced by the copy bandwidth).
+    pub fn predicted_seconds(&self) -> f64 {
+        match self.chosen() {
+            Some(c) => c.predicted.total(),
+            None => {
+                let bytes =
+                    (self.preps[0].layout.len() + 2 * self.c.len()) * self.dtype.size_bytes();
+                bytes as f64 / (profile().copy_gbps(self.threads) * 1e9)
+            }
+        }
+    }
+
+    /// `(batch, m, n, k)` of the contraction as one batched GEMM (or of the copy, for one
+    /// operand); the chosen candidate may split it further ([`Candidate::gemm_shape`]).
+    pub fn gemm_shape(&self) -> (usize, usize, usize, usize) {
+        self.contraction.gemm_shape()
+    }
+
+    /// Number of operands (input and output) copied into or out of a workspace.
+    pub fn copies(&self) -> usize {
+        let reduced = self.preps.iter().filter(|p| !p.summed.is_empty()).count();
+        reduced + self.chosen().map_or(0, Candidate::copies)
+    }
+
+    /// Workspace the plan allocates, in bytes.
+    pub fn workspace_bytes(&self) -> usize {
+        match self.chosen() {
+            Some(c) => c.workspace_bytes,
+            None => {
+                let p = &self.preps[0];
+                if p.summed.is_empty() {
+                    0
+                } else {
+                    p.prepared.len() * self.dtype.size_bytes()
+                }
+            }
+        }
+    }
+
+    /// Floating-point operations (TCCG convention, see [`Contraction::flops`]).
+    pub fn flops(&self) -> f64 {
+        self.contraction.flops(self.dtype)
+    }
+
+    /// Seconds measured for candidate `index` by [`ContractionPlan::measure`], if it was timed.
+    pub fn measured_seconds(&self, index: usize) -> Option<f64> {
+        self.measured.get(index).copied().flatten()
+    }
+
+    /// Whether the GEMM model of the chosen library comes from a calibration of this machine.
+    pub fn gemm_model_calibrated(&self) -> bool {
+        self.chosen()
+            .is_none_or(|c| gemm_coeffs(&profile(), c.library, self.dtype, c.gemm_threads).measured)
+    }
+
+    /// A printable report: the chosen candidate, each step with its predicted time, the
+    /// runner-up candidates with their predictions (and measured times after
+    /// [`ContractionPlan::measure`]).
+    ///
+    /// ```
+    /// use ttgt::{ContractionPlan, DType, Layout};
+    /// let a = Layout::row_major(&[4, 5, 6, 7]).unwrap();
+    /// let b = Layout::row_major(&[7, 5, 8, 9]).unwrap();
+    /// let c = Layout::row_major(&[4, 6, 8, 9]).unwrap();
+    /// let p = ContractionPlan::new("abcd,dbef->acef", &[a, b], &c, DType::F64).unwrap();
+    /// assert!(p.explain().contains("GEMM"));
+    /// ```
+    pub fn explain(&self) -> String {
+        super::explain::explain(self, None)
+    }
+
+    /// [`ContractionPlan::explain`] with the measured time of each step of one execution.
+    ///
+    /// ```
+    /// use ttgt::{ContractionPlan, DType, Layout, StepTimes};
+    /// let r = |d: &[usize]| Layout::row_major(d).unwrap();
+    /// let p = ContractionPlan::new("ij,jk->ik", &[r(&[3, 4]), r(&[4, 5])], &r(&[3, 5]), DType::F64).unwrap();
+    /// let t = StepTimes { gemm: std::time::Duration::from_micros(5), ..Default::default() };
+    /// assert!(p.explain_measured(&t).contains("measured"));
+    /// ```
+    pub fn explain_measured(&self, times: &crate::StepTimes) -> String {
+        super::explain::explain(self, Some(times))
+    }
+
+    /// Names of a label list, concatenated.
+    pub(crate) fn names(ls: &[Label]) -> String {
+        ls.iter().map(|l| l.to_string()).collect()
+    }
+
+    /// Predicted step costs of the chosen candidate (zeros for one-operand specs).
+    pub fn predicted_steps(&self) -> StepCosts {
+        self.chosen()
+            .map_or_else(StepCosts::default, |c| c.predicted)
+    }
+}

@@ -2,7 +2,12 @@
 //! measured in the same run (a memory copy of the same bytes at the same thread count).
 
 mod cases;
+mod contract;
 mod transpose;
 
 pub use cases::{all_perms, parse_ttc, TransposeCase, TTC_TSV};
+pub use contract::{
+    bench_contract, parse_tccg, ContractBenchOptions, ContractCase, ContractResult, TimedCandidate,
+    TCCG_TSV,
+};
 pub use transpose::{bench_transpose, TransposeBenchOptions, TransposeResult};

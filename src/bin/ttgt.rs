@@ -14,6 +14,8 @@ use clap::{Args, Parser, Subcommand};
 
 #[path = "ttgt/bench.rs"]
 mod bench;
+#[path = "ttgt/bench_contract.rs"]
+mod bench_contract;
 #[path = "ttgt/check.rs"]
 mod check;
 #[path = "ttgt/error.rs"]
@@ -37,6 +39,8 @@ Examples:
   ttgt contract 'abcd,dbef->acef' --sizes a=48,b=48,c=48,d=48,e=48,f=48 --check
   ttgt bench transpose --threads 1 --json
   ttgt bench transpose --all-perms 6 --extent 16
+  ttgt bench contract --dtype f64 --threads 1
+  ttgt bench contract --dtype f32 --scale 0.5 --all-candidates --json
   ttgt calibrate
   ttgt contract --help          (all options of the contract command)
 
@@ -156,6 +160,35 @@ pub struct ContractArgs {
     /// Run inside a thread pool of N threads (default: rayon's default pool).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+
+    /// Force the GEMM library: matrixmultiply or gemm (default: the faster by the model).
+    #[arg(long, value_name = "LIB")]
+    pub gemm: Option<String>,
+
+    /// Most bytes of workspace the plan may use (packed operands, temporary result).
+    #[arg(long, value_name = "BYTES")]
+    pub workspace: Option<usize>,
+
+    /// Random mode: time the best-predicted candidates for this many milliseconds and keep
+    /// the fastest (default: the cost models alone choose).
+    #[arg(long, value_name = "MS")]
+    pub measure: Option<u64>,
+}
+
+impl ContractArgs {
+    /// Planning options from --threads, --gemm and --workspace.
+    pub fn plan_options(&self) -> CliResult<ttgt::plan::PlanOptions> {
+        let library = match &self.gemm {
+            Some(g) => Some(g.parse::<ttgt::model::GemmLibrary>()?),
+            None => None,
+        };
+        Ok(ttgt::plan::PlanOptions {
+            threads: self.threads,
+            workspace_limit: self.workspace,
+            library,
+            ..Default::default()
+        })
+    }
 }
 
 /// How a successful run ended.
@@ -226,6 +259,9 @@ fn main() -> ExitCode {
         Commands::Contract(args) => contract(args),
         Commands::Bench(bench::BenchCommand::Transpose(args)) => {
             bench::transpose(args).map(|()| Outcome::Success)
+        }
+        Commands::Bench(bench::BenchCommand::Contract(args)) => {
+            bench_contract::contract(args).map(|()| Outcome::Success)
         }
         Commands::Calibrate(args) => bench::calibrate(args).map(|()| Outcome::Success),
     };

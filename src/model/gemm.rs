@@ -184,7 +184,7 @@ fn features(dtype: DType, m: usize, n: usize, k: usize) -> [f64; 5] {
 ///
 /// ```
 /// let s = ttgt::model::gemm_training_shapes(2e9);
-/// assert!(s.len() >= 10);
+/// assert!(s.len() >= 16);
 /// assert!(s.iter().all(|&(m, n, k)| 2.0 * (m * n * k) as f64 <= 2e9 * 1.01));
 /// ```
 pub fn gemm_training_shapes(max_flops: f64) -> Vec<(usize, usize, usize)> {
@@ -204,6 +204,17 @@ pub fn gemm_training_shapes(max_flops: f64) -> Vec<(usize, usize, usize)> {
     }
     v.push((big, 64, big / 4));
     v.push((100, 300, 700));
+    // small GEMMs, as loop-over-GEMM plans call them many times: these fix the per-call cost
+    for s in [
+        (8, 8, 8),
+        (16, 16, 16),
+        (96, 12, 12),
+        (12, 512, 12),
+        (96, 96, 12),
+        (48, 48, 48),
+    ] {
+        v.push(s);
+    }
     v
 }
 

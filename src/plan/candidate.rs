@@ -243,21 +243,38 @@ fn matdim(labels: &[Label], axis_labels: &[Label], l: &Layout) -> (usize, isize)
     fuse(&d, &s).unwrap_or((1, 0))
 }
 
-/// Extra seconds a GEMM library spends gathering an operand with no unit stride.
-fn gather_penalty(
+/// Extra seconds a GEMM call spends on an operand block that is not one contiguous run of
+/// memory: the lines of its short rows (or of every element, without a unit stride) are
+/// fetched one by one rather than streamed. Scattered lines are priced at a quarter of the
+/// copy bandwidth; `passes` is how often the library reads the block.
+fn access_penalty(
     rows: (usize, isize),
     cols: (usize, isize),
-    reads: f64,
-    es: f64,
+    passes: f64,
+    es: usize,
     p: &Profile,
 ) -> f64 {
-    let unit = |(d, s): (usize, isize)| d <= 1 || s.unsigned_abs() == 1;
-    if unit(rows) || unit(cols) {
-        0.0
-    } else {
-        // A strided gather runs at about a quarter of copy bandwidth per byte touched.
-        4.0 * reads * es / (p.copy_gbps(1) * 1e9)
+    let ((r, rs), (c, cs)) = (rows, cols);
+    if r <= 1 || c <= 1 {
+        return 0.0;
     }
+    let line = 64usize;
+    let scattered_lines = if cs.unsigned_abs() == 1 {
+        if rs.unsigned_abs() == c {
+            return 0.0;
+        }
+        r * (c * es).div_ceil(line)
+    } else if rs.unsigned_abs() == 1 {
+        if cs.unsigned_abs() == r {
+            return 0.0;
+        }
+        c * (r * es).div_ceil(line)
+    } else {
+        r * c
+    };
+    let contiguous_lines = (r * c * es).div_ceil(line);
+    let extra = scattered_lines.saturating_sub(contiguous_lines / 2) as f64;
+    passes * extra * line as f64 * 4.0 / (p.copy_gbps(1) * 1e9)
 }
 
 struct Pricer<'a> {
@@ -441,17 +458,15 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                             if let Some(o) = cc {
                                 costs.write_c = pricer.copy_cost(2, o)?;
                             }
-                            let (mf, nf, kf) = (m as f64, n as f64, k as f64);
-                            let esf = es as f64;
                             let p = &pricer.profile;
-                            let penalty = gather_penalty(
+                            let penalty = access_penalty(
                                 (m, a_rs),
                                 (k, a_cs),
-                                mf * kf * (nf / 1024.0).ceil(),
-                                esf,
+                                (n as f64 / 1024.0).ceil(),
+                                es,
                                 p,
-                            ) + gather_penalty((k, b_rs), (n, b_cs), kf * nf, esf, p)
-                                + gather_penalty((m, c_rs), (n, c_cs), 2.0 * mf * nf, esf, p);
+                            ) + access_penalty((k, b_rs), (n, b_cs), 1.0, es, p)
+                                + access_penalty((m, c_rs), (n, c_cs), 2.0, es, p);
                             let calls = independent * reductions.max(1);
                             for &library in &libs {
                                 let par_opts: &[bool] = if threads > 1

@@ -1,7 +1,10 @@
-//! The CPU backend: GEMM through `matrixmultiply`, strided copies from
-//! [`transpose`](crate::transpose), and the executor of [`ContractionPlan`](crate::ContractionPlan)s.
+//! The CPU backend: GEMM through `matrixmultiply` or the `gemm` crate (one small trait),
+//! strided copies from [`transpose`](crate::transpose), the executor of
+//! [`ContractionPlan`](crate::ContractionPlan)s, and GEMM timing and calibration.
 
+mod calibrate;
 mod execute;
 mod gemm;
 
+pub use calibrate::{calibrate_gemm, check_gemm_model, time_gemm};
 pub use execute::StepTimes;

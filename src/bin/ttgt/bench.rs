@@ -24,6 +24,8 @@ use crate::say;
 pub enum BenchCommand {
     /// Tensor transpositions (B = perm(A)) beside a same-size memory copy.
     Transpose(TransposeArgs),
+    /// Tensor contractions (the TCCG set) beside a same-size GEMM.
+    Contract(crate::bench_contract::ContractBenchArgs),
 }
 
 /// Arguments of `ttgt bench transpose`.
@@ -221,6 +223,13 @@ pub struct CalibrateArgs {
     /// Threads for the transposition factors (default: all cores).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Largest GEMM of the GEMM-model calibration, in MFLOP (real types; a quarter for
+    /// complex ones).
+    #[arg(long, value_name = "MFLOP", default_value_t = 1000.0)]
+    pub gemm_mflop: f64,
+    /// Skip the GEMM-model calibration (keep nominal GEMM rates).
+    #[arg(long)]
+    pub no_gemm: bool,
     /// Print the profile without storing it.
     #[arg(long)]
     pub dry_run: bool,
@@ -229,7 +238,15 @@ pub struct CalibrateArgs {
 /// Runs `ttgt calibrate`.
 pub fn calibrate(a: &CalibrateArgs) -> CliResult<()> {
     let threads = a.threads.unwrap_or_else(rayon::current_num_threads).max(1);
-    let p = ttgt::model::calibrate(a.mib.max(1) << 20, threads)?;
+    let mut p = ttgt::model::calibrate(a.mib.max(1) << 20, threads)?;
+    if !a.no_gemm {
+        let max_flops = (a.gemm_mflop * 1e6).max(1e6);
+        ttgt::backend::cpu::calibrate_gemm(&mut p, threads, max_flops)?;
+        if threads > 1 {
+            // parallel loops run single-threaded GEMMs
+            ttgt::backend::cpu::calibrate_gemm(&mut p, 1, max_flops)?;
+        }
+    }
     say(&p.to_json())?;
     if !a.dry_run {
         let path = p.save()?;

@@ -186,7 +186,13 @@ fn execute_plan<T: Element>(
     c: &mut ArrayD<T>,
 ) -> CliResult<()> {
     let layouts: Vec<Layout> = arrays.iter().map(Layout::of).collect();
-    let plan = ContractionPlan::new(&job.args.spec, &layouts, &Layout::of(c), T::DTYPE)?;
+    let plan = ContractionPlan::with_options(
+        &job.args.spec,
+        &layouts,
+        &Layout::of(c),
+        T::DTYPE,
+        &job.args.plan_options()?,
+    )?;
     if job.args.explain {
         say(plan.explain().trim_end())?;
     }

@@ -199,7 +199,24 @@ fn run_typed<T: Element>(job: &Job<'_>) -> CliResult<Outcome> {
         .collect::<CliResult<_>>()?;
     let mut c = zeros::<T>(&bound.output_shape(), "the result")?;
     let layouts: Vec<Layout> = operands.iter().map(Layout::of).collect();
-    let plan = ContractionPlan::new(&job.args.spec, &layouts, &Layout::of(&c), T::DTYPE)?;
+    let mut plan = ContractionPlan::with_options(
+        &job.args.spec,
+        &layouts,
+        &Layout::of(&c),
+        T::DTYPE,
+        &job.args.plan_options()?,
+    )?;
+    if let Some(ms) = job.args.measure {
+        let views: Vec<StridedView<'_, T>> = operands.iter().map(StridedView::of).collect();
+        let mut cv = StridedViewMut::of(&mut c)?;
+        plan.measure(
+            T::one(),
+            &views,
+            T::zero(),
+            &mut cv,
+            Duration::from_millis(ms),
+        )?;
+    }
     let (best, times) = time_runs(&plan, &operands, &mut c, job.repeat)?;
     let check = if job.args.check {
         Some(check(&CheckJob {
@@ -227,7 +244,7 @@ fn run_typed<T: Element>(job: &Job<'_>) -> CliResult<Outcome> {
         copies: plan.copies(),
         workspace_bytes: plan.workspace_bytes(),
         threads: rayon::current_num_threads(),
-        explain: job.args.explain.then(|| plan.explain()),
+        explain: job.args.explain.then(|| plan.explain_measured(&times)),
         check,
     };
     emit(&report, job.args.json)

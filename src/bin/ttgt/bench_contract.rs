@@ -1,0 +1,178 @@
+//! `ttgt bench contract`: the TCCG contractions, each beside a plain GEMM of the same
+//! `m, n, k` measured in the same run, with the planner's prediction and chosen candidate;
+//! with `--all-candidates`, the best-predicted candidates are timed too and the planner's
+//! regret (chosen time over fastest time) is reported.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+use ttgt::bench::{bench_contract, parse_tccg, ContractBenchOptions, ContractResult, TCCG_TSV};
+use ttgt::DType;
+
+use crate::error::{CliError, CliResult};
+use crate::say;
+
+/// Arguments of `ttgt bench contract`.
+#[derive(Args, Debug)]
+pub struct ContractBenchArgs {
+    /// A TCCG-format table (default: the TCCG benchmark shipped in benches/data).
+    #[arg(long, value_name = "FILE.tsv")]
+    pub cases: Option<PathBuf>,
+    /// Element type: f32, f64, c32 or c64 (f32 uses the table's 4-byte extents, the others
+    /// its 8-byte ones).
+    #[arg(long, value_name = "TYPE", default_value = "f64")]
+    pub dtype: String,
+    /// Threads for the contraction and the reference GEMM (default: all cores).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Timed executions per case and candidate; the best is reported.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub repeat: usize,
+    /// Multiply every extent by this factor (e.g. 0.5 for a quick run).
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    pub scale: f64,
+    /// Also time the best-predicted candidates (up to --max-candidates) and report the
+    /// planner's regret.
+    #[arg(long)]
+    pub all_candidates: bool,
+    /// How many candidates --all-candidates times per case.
+    #[arg(long, value_name = "N", default_value_t = 12)]
+    pub max_candidates: usize,
+    /// Force the GEMM library (matrixmultiply or gemm).
+    #[arg(long, value_name = "LIB")]
+    pub gemm: Option<String>,
+    /// Run only these TCCG ids (comma list) or cases whose name contains this text.
+    #[arg(long, value_name = "IDS")]
+    pub only: Option<String>,
+    /// One JSON object per case and one summary object, one per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn record(r: &ContractResult) -> serde_json::Value {
+    let timed: Vec<_> = r
+        .timed
+        .iter()
+        .map(|t| json!({"plan": t.summary, "predicted_seconds": t.predicted, "seconds": t.seconds}))
+        .collect();
+    json!({
+        "case": r.case, "spec": r.spec, "dtype": r.dtype.name(), "threads": r.threads,
+        "extents": r.extents.iter().map(|(k, v)| (k.to_string(), *v)).collect::<std::collections::BTreeMap<_, _>>(),
+        "seconds": r.seconds, "gflops": r.gflops(), "gemm_gflops": r.gemm_gflops(),
+        "ratio": r.ratio(), "transpose_seconds": r.transpose_seconds, "gemm_seconds": r.gemm_seconds,
+        "predicted_seconds": r.predicted_seconds, "plan": r.plan,
+        "gemm_mnk": [r.gemm_mnk.0, r.gemm_mnk.1, r.gemm_mnk.2],
+        "gemm_reference_library": r.gemm_reference_library.name(),
+        "plan_seconds": r.plan_seconds, "regret": r.regret(), "candidates": timed,
+    })
+}
+
+fn line(r: &ContractResult) -> String {
+    let regret = r
+        .regret()
+        .map_or_else(String::new, |g| format!("  regret {:.1} %", g * 100.0));
+    format!(
+        "{:<8} {:<22} {:>9.3} ms {:>7.1} GFLOP/s  gemm {:>7.1}  ratio {:>5.2}  transp {:>8.3} ms  model {:>9.3} ms{regret}  {}",
+        r.case,
+        r.spec,
+        r.seconds * 1e3,
+        r.gflops(),
+        r.gemm_gflops(),
+        r.ratio(),
+        r.transpose_seconds * 1e3,
+        r.predicted_seconds * 1e3,
+        r.plan
+    )
+}
+
+/// Runs `ttgt bench contract`.
+pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
+    let dtype: DType = a.dtype.parse().map_err(CliError::new)?;
+    let threads = match a.threads {
+        Some(0) => return Err(CliError::new("--threads must be at least 1")),
+        Some(t) => t,
+        None => rayon::current_num_threads(),
+    };
+    if !(a.scale > 0.0 && a.scale <= 4.0) {
+        return Err(CliError::new("--scale must be in (0, 4]"));
+    }
+    let text = match &a.cases {
+        Some(p) => std::fs::read_to_string(p)
+            .map_err(|e| CliError::new(format!("cannot read {}: {e}", p.display())))?,
+        None => TCCG_TSV.to_string(),
+    };
+    let mut list = parse_tccg(&text)?;
+    if let Some(only) = &a.only {
+        let ids: Vec<String> = only
+            .split(',')
+            .map(|s| format!("tccg-{}", s.trim()))
+            .collect();
+        list.retain(|c| {
+            ids.contains(&c.name)
+                || (!only.contains(',')
+                    && c.name.contains(only.as_str())
+                    && only.parse::<usize>().is_err())
+        });
+    }
+    if list.is_empty() {
+        return Err(CliError::new("no benchmark case selected"));
+    }
+    let library = match &a.gemm {
+        Some(g) => Some(g.parse()?),
+        None => None,
+    };
+    let o = ContractBenchOptions {
+        dtype,
+        threads,
+        repeat: a.repeat.max(1),
+        scale: a.scale,
+        candidates: if a.all_candidates {
+            a.max_candidates.max(2)
+        } else {
+            0
+        },
+        library,
+    };
+    let mut ratios = Vec::new();
+    let mut errs = Vec::new();
+    let mut regrets = Vec::new();
+    for c in &list {
+        let r = bench_contract(c, &o)?;
+        ratios.push(r.ratio());
+        errs.push((r.predicted_seconds - r.seconds).abs() / r.seconds);
+        if let Some(g) = r.regret() {
+            regrets.push(g);
+        }
+        say(&if a.json {
+            record(&r).to_string()
+        } else {
+            line(&r)
+        })?;
+    }
+    let n = ratios.len() as f64;
+    let mean = ratios.iter().sum::<f64>() / n;
+    let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let mare = errs.iter().sum::<f64>() / n;
+    let within20 = errs.iter().filter(|&&e| e < 0.2).count();
+    let low_regret = regrets.iter().filter(|&&g| g < 0.1).count();
+    if a.json {
+        say(&json!({"summary": true, "cases": list.len(), "dtype": dtype.name(), "threads": threads,
+            "mean_ratio": mean, "min_ratio": min, "model_mare": mare, "model_within_20pct": within20,
+            "regret_cases": regrets.len(), "regret_under_10pct": low_regret}).to_string())?;
+    } else {
+        let mut s = format!(
+            "summary: {} cases  mean ratio to same-size GEMM {mean:.3}  min {min:.3}  model mean abs rel error {:.1} % ({within20} cases under 20 %)",
+            list.len(),
+            mare * 100.0
+        );
+        if !regrets.is_empty() {
+            s += &format!(
+                "  regret under 10 % in {low_regret} of {} cases",
+                regrets.len()
+            );
+        }
+        say(&s)?;
+    }
+    Ok(())
+}

@@ -7,7 +7,7 @@ use num_complex::{Complex32, Complex64};
 
 use super::gemm::{gemm, Mat, MatMut};
 use crate::error::Result;
-use crate::model::{gemm_coeffs, gemm_training_shapes, GemmCoeffs, GemmLibrary, Profile};
+use crate::model::{gemm_training_shapes, GemmCoeffs, GemmLibrary, Profile};
 use crate::tensor::{zeroed_aligned, DType, Element};
 
 fn time_typed<T: Element>(
@@ -117,23 +117,4 @@ pub fn calibrate_gemm(profile: &mut Profile, threads: usize, max_flops: f64) -> 
     profile.gemm.retain(|g| g.threads != threads);
     profile.gemm.extend(fitted);
     Ok(())
-}
-
-/// Relative error of the fitted model on shapes it was not fitted on (for the report of
-/// `ttgt calibrate`): `(shape, measured, predicted)` per library and element type.
-pub fn check_gemm_model(
-    profile: &Profile,
-    threads: usize,
-    dtype: DType,
-    shapes: &[(usize, usize, usize)],
-) -> Result<Vec<(GemmLibrary, (usize, usize, usize), f64, f64)>> {
-    let mut out = Vec::new();
-    for library in GemmLibrary::ALL {
-        let co = gemm_coeffs(profile, library, dtype, threads);
-        for &(m, n, k) in shapes {
-            let t = time_gemm(library, dtype, m, n, k, threads, 3)?;
-            out.push((library, (m, n, k), t, co.seconds(m, n, k)));
-        }
-    }
-    Ok(out)
 }

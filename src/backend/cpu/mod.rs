@@ -6,5 +6,5 @@ mod calibrate;
 mod execute;
 mod gemm;
 
-pub use calibrate::{calibrate_gemm, check_gemm_model, time_gemm};
+pub use calibrate::{calibrate_gemm, time_gemm};
 pub use execute::StepTimes;

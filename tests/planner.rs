@@ -1,0 +1,275 @@
+//! The contraction planner: every candidate family appears and computes the right result,
+//! workspace limits are honoured, cached plans give identical results, the epilogue and
+//! measured tuning behave, and bad options are errors.
+
+mod common;
+
+use common::random_array;
+use ndarray::ArrayD;
+use num_complex::Complex64;
+use ttgt::plan::{cached_contraction_plan, CandidateKind, Epilogue, PlanOptions};
+use ttgt::tensor::{StridedView, StridedViewMut};
+use ttgt::{ContractionPlan, DType, Element, Error, Layout};
+
+fn close<T: Element>(got: &ArrayD<T>, want: &ArrayD<T>, tol: f64) {
+    assert_eq!(got.shape(), want.shape());
+    for (g, w) in got.iter().zip(want) {
+        assert!(
+            (*g - *w).abs_f64() <= tol * (1.0 + w.abs_f64()),
+            "{g} vs {w}"
+        );
+    }
+}
+
+fn run<T: Element>(plan: &ContractionPlan, a: &ArrayD<T>, b: &ArrayD<T>, c: &mut ArrayD<T>) {
+    let mut cv = StridedViewMut::of(c).unwrap();
+    plan.execute(
+        T::one(),
+        &[StridedView::of(a), StridedView::of(b)],
+        T::zero(),
+        &mut cv,
+    )
+    .unwrap();
+}
+
+/// A spec whose candidates include every family: K = {c, d} does not fuse in B (e sits
+/// between them), M = {a, b} does not fuse in C's order.
+#[test]
+fn every_family_is_listed_and_correct() {
+    let spec = "abcd,ced->bea";
+    let a: ArrayD<f64> = random_array(&[5, 4, 3, 6], 1);
+    let b: ArrayD<f64> = random_array(&[3, 7, 6], 2);
+    let want = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+    let mut c = ArrayD::<f64>::zeros(want.shape());
+    let opts = PlanOptions {
+        threads: Some(2),
+        ..Default::default()
+    };
+    let mut plan = ContractionPlan::with_options(
+        spec,
+        &[Layout::of(&a), Layout::of(&b)],
+        &Layout::of(&c),
+        DType::F64,
+        &opts,
+    )
+    .unwrap();
+    let mut seen = std::collections::HashSet::new();
+    for i in 0..plan.candidates().len() {
+        plan.choose(i).unwrap();
+        seen.insert(plan.chosen().unwrap().kind());
+        c.fill(f64::NAN);
+        run(&plan, &a, &b, &mut c);
+        close(&c, &want, 1e-12);
+    }
+    for k in [
+        CandidateKind::Ttgt,
+        CandidateKind::LoopOverGemm,
+        CandidateKind::Hybrid,
+    ] {
+        assert!(seen.contains(&k), "{k} missing: {seen:?}");
+    }
+    assert!(plan.candidates().iter().any(|c| !c.reduce.is_empty()));
+    assert!(plan.candidates().iter().any(|c| c.parallel));
+}
+
+#[test]
+fn gemm_shaped_contraction_copies_nothing() {
+    let r = |d: &[usize]| Layout::row_major(d).unwrap();
+    for (spec, a, b, c) in [
+        ("ij,jk->ik", &[30, 40][..], &[40, 50][..], &[30, 50][..]),
+        ("ji,kj->ik", &[40, 30], &[50, 40], &[30, 50]),
+        ("bij,bjk->bik", &[3, 20, 30], &[3, 30, 10], &[3, 20, 10]),
+    ] {
+        let p = ContractionPlan::new(spec, &[r(a), r(b)], &r(c), DType::F32).unwrap();
+        assert_eq!(p.copies(), 0, "{spec}: {}", p.explain());
+        assert_eq!(p.chosen().unwrap().kind(), CandidateKind::Direct);
+    }
+}
+
+#[test]
+fn workspace_limit_is_respected_and_reported() {
+    let spec = "abcd,dbef->acef";
+    let a: ArrayD<f32> = random_array(&[6, 5, 7, 8], 3);
+    let b: ArrayD<f32> = random_array(&[8, 5, 4, 3], 4);
+    let want = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+    let mut c = ArrayD::<f32>::zeros(want.shape());
+    for limit in [0usize, 100, 2000, 1 << 20] {
+        let o = PlanOptions {
+            workspace_limit: Some(limit),
+            ..Default::default()
+        };
+        let plan = ContractionPlan::with_options(
+            spec,
+            &[Layout::of(&a), Layout::of(&b)],
+            &Layout::of(&c),
+            DType::F32,
+            &o,
+        )
+        .unwrap();
+        assert!(plan.workspace_bytes() <= limit);
+        if limit == 0 {
+            assert!(plan.explain().contains("workspace limit 0 bytes excluded"));
+        }
+        run(&plan, &a, &b, &mut c);
+        close(&c, &want, 1e-4);
+    }
+    // one-sided sums need a buffer: a zero limit is then an error, not a panic
+    let e = ContractionPlan::with_options(
+        "abx,bc->ac",
+        &[
+            Layout::row_major(&[3, 4, 5]).unwrap(),
+            Layout::row_major(&[4, 6]).unwrap(),
+        ],
+        &Layout::row_major(&[3, 6]).unwrap(),
+        DType::F64,
+        &PlanOptions {
+            workspace_limit: Some(0),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::Workspace { .. }), "{e}");
+}
+
+#[test]
+fn cached_plans_are_reused_and_give_identical_results() {
+    let spec = "abc,cbd->ad";
+    let a: ArrayD<f64> = random_array(&[9, 8, 7], 5);
+    let b: ArrayD<f64> = random_array(&[7, 8, 6], 6);
+    let l = [Layout::of(&a), Layout::of(&b)];
+    let lc = Layout::row_major(&[9, 6]).unwrap();
+    let o = PlanOptions::default();
+    let p1 = cached_contraction_plan(spec, &l, &lc, DType::F64, &o).unwrap();
+    let p2 = cached_contraction_plan(spec, &l, &lc, DType::F64, &o).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&p1, &p2));
+    let x = ttgt::contract(spec, &a, &b).unwrap();
+    let y = ttgt::contract(spec, &a, &b).unwrap();
+    assert_eq!(x, y);
+}
+
+#[test]
+fn relu_epilogue_applies_after_alpha_and_beta() {
+    let spec = "ij,jk->ik";
+    let a: ArrayD<f64> = random_array(&[7, 5], 7);
+    let b: ArrayD<f64> = random_array(&[5, 6], 8);
+    let ab = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+    let c0: ArrayD<f64> = random_array(&[7, 6], 9);
+    for c_layout_t in [false, true] {
+        // C in place (direct GEMM) and C transposed (a temporary written back)
+        let mut store = if c_layout_t {
+            c0.t().to_owned().into_dyn()
+        } else {
+            c0.clone()
+        };
+        let mut cview = if c_layout_t {
+            store.view_mut().reversed_axes()
+        } else {
+            store.view_mut()
+        };
+        let o = PlanOptions {
+            epilogue: Epilogue::Relu,
+            ..Default::default()
+        };
+        let plan = ContractionPlan::with_options(
+            spec,
+            &[Layout::of(&a), Layout::of(&b)],
+            &Layout::of(&cview),
+            DType::F64,
+            &o,
+        )
+        .unwrap();
+        let mut cv = StridedViewMut::of(&mut cview).unwrap();
+        plan.execute(
+            2.0,
+            &[StridedView::of(&a), StridedView::of(&b)],
+            0.5,
+            &mut cv,
+        )
+        .unwrap();
+        let want = (&ab * 2.0 + &c0 * 0.5).mapv(|x| x.max(0.0));
+        close(&cview.to_owned(), &want, 1e-12);
+    }
+    let e = ContractionPlan::with_options(
+        spec,
+        &[
+            Layout::row_major(&[2, 2]).unwrap(),
+            Layout::row_major(&[2, 2]).unwrap(),
+        ],
+        &Layout::row_major(&[2, 2]).unwrap(),
+        DType::C64,
+        &PlanOptions {
+            epilogue: Epilogue::Relu,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::Unsupported(_)));
+}
+
+#[test]
+fn measured_tuning_leaves_c_as_one_execution() {
+    let spec = "acbd,cbe->aed";
+    let a: ArrayD<Complex64> = random_array(&[4, 3, 5, 6], 10);
+    let b: ArrayD<Complex64> = random_array(&[3, 5, 4], 11);
+    let ab = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+    let c0: ArrayD<Complex64> = random_array(ab.shape(), 12);
+    let mut c = c0.clone();
+    let mut plan = ContractionPlan::new(
+        spec,
+        &[Layout::of(&a), Layout::of(&b)],
+        &Layout::of(&c),
+        DType::C64,
+    )
+    .unwrap();
+    let (alpha, beta) = (Complex64::new(0.5, 1.0), Complex64::new(-1.0, 0.25));
+    plan.measure(
+        alpha,
+        &[StridedView::of(&a), StridedView::of(&b)],
+        beta,
+        &mut StridedViewMut::of(&mut c).unwrap(),
+        std::time::Duration::from_millis(20),
+    )
+    .unwrap();
+    let want = ab.mapv(|x| x * alpha) + c0.mapv(|x| x * beta);
+    close(&c, &want, 1e-12);
+    let timed = (0..plan.candidates().len())
+        .filter(|&i| plan.measured_seconds(i).is_some())
+        .count();
+    assert!(timed >= 2);
+    assert!(plan.explain().contains("measured"));
+}
+
+#[test]
+fn forced_library_and_bad_options() {
+    let r = |d: &[usize]| Layout::row_major(d).unwrap();
+    for lib in ttgt::model::GemmLibrary::ALL {
+        let o = PlanOptions {
+            library: Some(lib),
+            ..Default::default()
+        };
+        let p = ContractionPlan::with_options(
+            "abc,cbd->ad",
+            &[r(&[4, 5, 6]), r(&[6, 5, 3])],
+            &r(&[4, 3]),
+            DType::F32,
+            &o,
+        )
+        .unwrap();
+        assert!(p.candidates().iter().all(|c| c.library == lib));
+    }
+    let o = PlanOptions {
+        threads: Some(0),
+        ..Default::default()
+    };
+    let e = ContractionPlan::with_options(
+        "ij,jk",
+        &[r(&[2, 2]), r(&[2, 2])],
+        &r(&[2, 2]),
+        DType::F32,
+        &o,
+    );
+    assert!(e.is_err());
+    let mut p =
+        ContractionPlan::new("ij,jk", &[r(&[2, 2]), r(&[2, 2])], &r(&[2, 2]), DType::F32).unwrap();
+    assert!(p.choose(10_000).is_err());
+}

@@ -2,7 +2,9 @@
 //! measured in the same run (a memory copy of the same bytes at the same thread count).
 
 mod cases;
+mod inplace;
 mod transpose;
 
 pub use cases::{all_perms, parse_ttc, TransposeCase, TTC_TSV};
+pub use inplace::{bench_inplace, inplace_cases, InPlaceBenchOptions, InPlaceCase, InPlaceResult};
 pub use transpose::{bench_transpose, TransposeBenchOptions, TransposeResult};

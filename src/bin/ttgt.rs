@@ -37,6 +37,7 @@ Examples:
   ttgt contract 'abcd,dbef->acef' --sizes a=48,b=48,c=48,d=48,e=48,f=48 --check
   ttgt bench transpose --threads 1 --json
   ttgt bench transpose --all-perms 6 --extent 16
+  ttgt bench inplace --threads 1 --json
   ttgt calibrate
   ttgt contract --help          (all options of the contract command)
 
@@ -226,6 +227,9 @@ fn main() -> ExitCode {
         Commands::Contract(args) => contract(args),
         Commands::Bench(bench::BenchCommand::Transpose(args)) => {
             bench::transpose(args).map(|()| Outcome::Success)
+        }
+        Commands::Bench(bench::BenchCommand::Inplace(args)) => {
+            bench::inplace(args).map(|()| Outcome::Success)
         }
         Commands::Calibrate(args) => bench::calibrate(args).map(|()| Outcome::Success),
     };

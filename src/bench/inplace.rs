@@ -146,17 +146,23 @@ fn run<T: Element>(c: &InPlaceCase, o: &InPlaceBenchOptions) -> Result<InPlaceRe
     let seconds = best(o.repeat, || {
         transpose_chunks_in_place(&mut a, c.m, c.n, c.chunk, Some(threads))
     })?;
-    let leader_seconds = best(o.repeat, || {
-        let l = CycleLeaders::new(c.m, c.n)?;
-        let mut sum = 0u64;
-        for s in l.subproblems().iter().filter(|s| s.cycle_len() > 1) {
-            for x in s.leaders(0, s.count()) {
-                sum = sum.wrapping_add(x);
+    let method = Method::choose(c.m, c.n, c.chunk, T::DTYPE.size_bytes());
+    // square swaps and buffered blocks use no leaders
+    let leader_seconds = if method != Method::Cycles {
+        0.0
+    } else {
+        best(o.repeat, || {
+            let l = CycleLeaders::new(c.m, c.n)?;
+            let mut sum = 0u64;
+            for s in l.subproblems().iter().filter(|s| s.cycle_len() > 1) {
+                for x in s.leaders(0, s.count()) {
+                    sum = sum.wrapping_add(x);
+                }
             }
-        }
-        black_box(sum);
-        Ok(())
-    })?;
+            black_box(sum);
+            Ok(())
+        })?
+    };
     let alpha = T::from_f64(0.999);
     let chunk = elements.div_ceil(threads).max(1);
     let scale_seconds = best(o.repeat, || {
@@ -174,7 +180,7 @@ fn run<T: Element>(c: &InPlaceCase, o: &InPlaceBenchOptions) -> Result<InPlaceRe
         case: *c,
         dtype: T::DTYPE,
         threads,
-        method: Method::choose(c.m, c.n, c.chunk, T::DTYPE.size_bytes()).name(),
+        method: method.name(),
         cycles: leaders.nontrivial_cycles(),
         seconds,
         leader_seconds,

@@ -61,6 +61,8 @@ unsafe impl<T: Send> Sync for SharedPtr<T> {}
 /// elements, of which the range `offset..offset + len` is moved.
 #[derive(Clone, Copy, Debug)]
 struct Geometry {
+    /// `m * n` fits in 32 bits (32-bit divisions are several times faster).
+    narrow: bool,
     m: usize,
     n: usize,
     stride: usize,
@@ -74,7 +76,12 @@ impl Geometry {
     /// is `k*m mod q`, the inverse of the permutation.)
     #[inline]
     fn source(&self, k: usize) -> usize {
-        (k % self.n) * self.m + k / self.n
+        if self.narrow {
+            let (k, n, m) = (k as u32, self.n as u32, self.m as u32);
+            ((k % n) * m + k / n) as usize
+        } else {
+            (k % self.n) * self.m + k / self.n
+        }
     }
 
     #[inline]
@@ -93,6 +100,69 @@ unsafe fn move_piece<T: Copy>(base: *mut T, g: &Geometry, from: usize, to: usize
     std::ptr::copy_nonoverlapping(base.add(g.at(from)), base.add(g.at(to)), g.len);
 }
 
+/// Steps ahead of the current position whose piece is prefetched (< 8, the ring size) (a cycle's positions are
+/// known in advance, so its memory latency need not be paid one chunk at a time).
+const PREFETCH_AHEAD: usize = 6;
+/// At most this many bytes of a piece are prefetched (longer runs are streamed by hardware).
+const PREFETCH_BYTES: usize = 1024;
+
+/// Hints that the piece at `p` will be read soon.
+#[inline(always)]
+fn prefetch<T>(p: *const T, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let mut off = 0;
+        while off < bytes.min(PREFETCH_BYTES) {
+            // SAFETY: a prefetch is only a hint; it never faults or changes memory, even for
+            // an address outside the allocation (wrapping_add keeps the arithmetic defined).
+            unsafe { _mm_prefetch::<_MM_HINT_T0>((p as *const i8).wrapping_add(off)) };
+            off += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, bytes);
+}
+
+/// Positions of a cycle walk computed `PREFETCH_AHEAD` steps early (each once), their
+/// pieces prefetched when computed.
+struct Lookahead {
+    ring: [usize; 8],
+    head: usize,
+}
+
+impl Lookahead {
+    /// Starts the walk that visits `source(start)`, `source(source(start))`, ...
+    #[inline(always)]
+    fn new<T>(base: *mut T, g: &Geometry, start: usize) -> Self {
+        let mut ring = [0usize; 8];
+        let mut pos = start;
+        for r in ring.iter_mut().take(PREFETCH_AHEAD) {
+            pos = g.source(pos);
+            prefetch(
+                base.wrapping_add(g.at(pos)),
+                g.len * std::mem::size_of::<T>(),
+            );
+            *r = pos;
+        }
+        Lookahead { ring, head: 0 }
+    }
+
+    /// The next position of the walk (and one more computed and prefetched).
+    #[inline(always)]
+    fn next<T>(&mut self, base: *mut T, g: &Geometry) -> usize {
+        let k = self.ring[self.head & 7];
+        let far = g.source(self.ring[(self.head + PREFETCH_AHEAD - 1) & 7]);
+        prefetch(
+            base.wrapping_add(g.at(far)),
+            g.len * std::mem::size_of::<T>(),
+        );
+        self.ring[(self.head + PREFETCH_AHEAD) & 7] = far;
+        self.head += 1;
+        k
+    }
+}
+
 /// Shifts the cycle through `s` backwards: position `k` receives the piece from `source(k)`.
 ///
 /// # Safety
@@ -100,12 +170,13 @@ unsafe fn move_piece<T: Copy>(base: *mut T, g: &Geometry, from: usize, to: usize
 unsafe fn shift_cycle<T: Copy>(base: *mut T, g: &Geometry, s: usize, buf: &mut Vec<T>) {
     buf.clear();
     buf.extend_from_slice(std::slice::from_raw_parts(base.add(g.at(s)), g.len));
+    let mut walk = Lookahead::new(base, g, s);
     let mut k1 = s;
-    let mut k2 = g.source(s);
+    let mut k2 = walk.next(base, g);
     while k2 != s {
         move_piece(base, g, k2, k1);
         k1 = k2;
-        k2 = g.source(k2);
+        k2 = walk.next(base, g);
     }
     std::ptr::copy_nonoverlapping(buf.as_ptr(), base.add(g.at(k1)), g.len);
 }
@@ -122,9 +193,10 @@ unsafe fn shift_sequence<T: Copy>(
     steps: u64,
     last: &[T],
 ) {
+    let mut walk = Lookahead::new(base, g, start);
     let mut k1 = start;
     for _ in 1..steps {
-        let k2 = g.source(k1);
+        let k2 = walk.next(base, g);
         move_piece(base, g, k2, k1);
         k1 = k2;
     }
@@ -260,6 +332,7 @@ fn block_serial<T: Copy>(
     let mut offset = 0;
     while offset < chunk {
         let g = Geometry {
+            narrow: (m as u64) * (n as u64) <= u32::MAX as u64,
             m,
             n,
             stride: chunk,
@@ -297,6 +370,7 @@ fn block_parallel<T: Copy + Send + Sync>(
     let mut offset = 0;
     while offset < chunk {
         let g = Geometry {
+            narrow: (m as u64) * (n as u64) <= u32::MAX as u64,
             m,
             n,
             stride: chunk,

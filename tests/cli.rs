@@ -690,3 +690,56 @@ fn calibrate_dry_run() {
     assert!(p.copy.iter().all(|&g| g > 0.0));
     assert!(p.transpose.tile_stream > 0.0 && p.transpose.rows > 0.0);
 }
+
+/// `ttgt bench inplace --json` on two tiny explicit cases prints one JSON line per case with
+/// the documented keys; a malformed --case is a one-line error with status 2.
+#[test]
+fn bench_inplace_json() {
+    let out = ok(&[
+        "bench",
+        "inplace",
+        "--case",
+        "7x5x64",
+        "--case",
+        "30x31x1",
+        "--threads",
+        "2",
+        "--repeat",
+        "1",
+        "--json",
+    ]);
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    for case in &lines {
+        for key in [
+            "m",
+            "n",
+            "chunk",
+            "threads",
+            "seconds",
+            "ns_per_elem",
+            "copy_ns_per_elem",
+            "scale_ns_per_elem",
+            "leader_share",
+        ] {
+            assert!(case.get(key).is_some(), "missing {key} in {case}");
+        }
+        assert!(case["seconds"].as_f64().unwrap() > 0.0);
+        assert!(case["leader_share"].as_f64().unwrap() >= 0.0);
+        assert_eq!(case["threads"], 2);
+    }
+    assert_eq!(
+        (&lines[0]["m"], &lines[0]["n"], &lines[0]["chunk"]),
+        (
+            &serde_json::json!(7),
+            &serde_json::json!(5),
+            &serde_json::json!(64)
+        )
+    );
+    let bad = ttgt(&["bench", "inplace", "--case", "7x5"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(stderr(&bad).lines().count(), 1);
+}

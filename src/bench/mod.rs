@@ -3,6 +3,7 @@
 
 mod cases;
 mod contract;
+mod inplace;
 mod transpose;
 
 pub use cases::{all_perms, parse_ttc, TransposeCase, TTC_TSV};
@@ -10,4 +11,5 @@ pub use contract::{
     bench_contract, parse_tccg, ContractBenchOptions, ContractCase, ContractResult, TimedCandidate,
     TCCG_TSV,
 };
+pub use inplace::{bench_inplace, inplace_cases, InPlaceBenchOptions, InPlaceCase, InPlaceResult};
 pub use transpose::{bench_transpose, TransposeBenchOptions, TransposeResult};

@@ -41,6 +41,7 @@ Examples:
   ttgt bench transpose --all-perms 6 --extent 16
   ttgt bench contract --dtype f64 --threads 1
   ttgt bench contract --dtype f32 --scale 0.5 --all-candidates --json
+  ttgt bench inplace --threads 1 --json
   ttgt calibrate
   ttgt contract --help          (all options of the contract command)
 
@@ -262,6 +263,9 @@ fn main() -> ExitCode {
         }
         Commands::Bench(bench::BenchCommand::Contract(args)) => {
             bench_contract::contract(args).map(|()| Outcome::Success)
+        }
+        Commands::Bench(bench::BenchCommand::Inplace(args)) => {
+            bench::inplace(args).map(|()| Outcome::Success)
         }
         Commands::Calibrate(args) => bench::calibrate(args).map(|()| Outcome::Success),
     };

@@ -8,6 +8,7 @@
 //! `perm[i] = j` means axis `i` of B is axis `j` of A (numpy's `transpose(axes)`).
 
 mod cache;
+pub mod inplace;
 mod kernel;
 mod plan;
 mod problem;

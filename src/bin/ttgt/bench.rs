@@ -10,8 +10,8 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use serde_json::json;
 use ttgt::bench::{
-    all_perms, bench_transpose, parse_ttc, TransposeBenchOptions, TransposeCase, TransposeResult,
-    TTC_TSV,
+    all_perms, bench_inplace, bench_transpose, inplace_cases, parse_ttc, InPlaceBenchOptions,
+    InPlaceCase, TransposeBenchOptions, TransposeCase, TransposeResult, TTC_TSV,
 };
 use ttgt::transpose::Tuning;
 use ttgt::DType;
@@ -26,6 +26,121 @@ pub enum BenchCommand {
     Transpose(TransposeArgs),
     /// Tensor contractions (the TCCG set) beside a same-size GEMM.
     Contract(crate::bench_contract::ContractBenchArgs),
+    /// In-place chunked transpositions (GKK cycle leaders) beside a same-size copy and an
+    /// in-place scale.
+    Inplace(InplaceArgs),
+}
+
+/// Arguments of `ttgt bench inplace`.
+#[derive(Args, Debug)]
+pub struct InplaceArgs {
+    /// Random cases per group: random m, n in 2..=500 with chunk 64, the same with chunk
+    /// 128, and m, n in 1000..=4000 with chunk 1.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub cases: usize,
+    /// Instead of random cases: this problem, MxNxCHUNK (repeatable), e.g. 300x499x64.
+    #[arg(long = "case", value_name = "MxNxCHUNK")]
+    pub case: Vec<String>,
+    /// Seed of the random cases.
+    #[arg(long, value_name = "S", default_value_t = 42)]
+    pub seed: u64,
+    /// Element type: f32, f64, c32 or c64.
+    #[arg(long, value_name = "TYPE", default_value = "f64")]
+    pub dtype: String,
+    /// Threads for the transposition and both references (default: all cores).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Timed executions of each measurement; the best is reported.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub repeat: usize,
+    /// One JSON object per case, one per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_case(s: &str) -> CliResult<InPlaceCase> {
+    let parts: Vec<usize> = s
+        .split('x')
+        .map(|p| p.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| {
+            CliError::new(format!(
+                "--case takes MxNxCHUNK (e.g. 300x499x64), got {s:?}"
+            ))
+        })?;
+    match parts[..] {
+        [m, n, chunk] if m > 0 && n > 0 && chunk > 0 => Ok(InPlaceCase { m, n, chunk }),
+        _ => Err(CliError::new(format!(
+            "--case takes MxNxCHUNK with positive numbers (e.g. 300x499x64), got {s:?}"
+        ))),
+    }
+}
+
+/// Runs `ttgt bench inplace`.
+pub fn inplace(a: &InplaceArgs) -> CliResult<()> {
+    let dtype: DType = a.dtype.parse().map_err(CliError::new)?;
+    let threads = a.threads.unwrap_or_else(rayon::current_num_threads);
+    if threads == 0 {
+        return Err(CliError::new("--threads must be at least 1"));
+    }
+    let list: Vec<InPlaceCase> = if a.case.is_empty() {
+        inplace_cases(a.seed, a.cases)
+    } else {
+        a.case
+            .iter()
+            .map(|c| parse_case(c))
+            .collect::<CliResult<_>>()?
+    };
+    if list.is_empty() {
+        return Err(CliError::new("no benchmark case selected"));
+    }
+    let o = InPlaceBenchOptions {
+        dtype,
+        threads,
+        repeat: a.repeat.max(1),
+    };
+    if !a.json {
+        say(&format!(
+            "ttgt bench inplace: {} case(s), {dtype}, {threads} thread(s); ns per element beside a copy and an in-place scale of the same size; leader share = time to find all cycle leaders / transposition time",
+            list.len()
+        ))?;
+    }
+    let (mut ratios, mut worst_share) = (Vec::new(), 0.0f64);
+    for c in &list {
+        let r = bench_inplace(c, &o)?;
+        if a.json {
+            say(&json!({
+                "m": c.m, "n": c.n, "chunk": c.chunk, "threads": r.threads, "dtype": dtype.name(),
+                "method": r.method, "cycles": r.cycles, "seconds": r.seconds,
+                "ns_per_elem": r.ns_per_elem(), "copy_ns_per_elem": r.copy_ns_per_elem(),
+                "scale_ns_per_elem": r.scale_ns_per_elem(), "leader_share": r.leader_share(),
+                "leader_seconds": r.leader_seconds, "gbps": r.gbps(),
+            })
+            .to_string())?;
+        } else {
+            say(&format!(
+                "{:>5} x {:<5} chunk {:<4} {:<8} {:>8} cycles {:>10.3} ms {:>7.3} ns/elem {:>7.2} GB/s  copy {:>7.3}  scale {:>7.3} ns/elem  vs copy {:>5.2}x  leaders {:>6.3} %",
+                c.m, c.n, c.chunk, r.method, r.cycles, r.seconds * 1e3, r.ns_per_elem(), r.gbps(),
+                r.copy_ns_per_elem(), r.scale_ns_per_elem(), r.ns_per_elem() / r.copy_ns_per_elem(),
+                r.leader_share() * 100.0
+            ))?;
+        }
+        if c.chunk >= 64 {
+            ratios.push(r.ns_per_elem() / r.copy_ns_per_elem());
+            if c.m >= 100 && c.n >= 100 {
+                worst_share = worst_share.max(r.leader_share());
+            }
+        }
+    }
+    if !a.json && !ratios.is_empty() {
+        let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
+        let max = ratios.iter().copied().fold(0.0, f64::max);
+        say(&format!(
+            "summary (chunk >= 64): in-place / copy time mean {mean:.2}x, worst {max:.2}x (target <= 1.5x); largest leader share with m, n >= 100: {:.3} % (target < 1 %)",
+            worst_share * 100.0
+        ))?;
+    }
+    Ok(())
 }
 
 /// Arguments of `ttgt bench transpose`.

@@ -273,3 +273,52 @@ fn forced_library_and_bad_options() {
         ContractionPlan::new("ij,jk", &[r(&[2, 2]), r(&[2, 2])], &r(&[2, 2]), DType::F32).unwrap();
     assert!(p.choose(10_000).is_err());
 }
+
+/// Under a workspace limit too small for a temporary C, TTGT's write-back runs in place:
+/// the GEMM writes C's memory in its own order and C is permuted in place (also with a
+/// non-zero beta, where C is first permuted the other way).
+#[test]
+fn in_place_write_back_under_a_workspace_limit() {
+    let spec = "abk,kc->bca";
+    let a: ArrayD<f64> = random_array(&[30, 20, 16], 13);
+    let b: ArrayD<f64> = random_array(&[16, 25], 14);
+    let ab = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+    let c0: ArrayD<f64> = random_array(ab.shape(), 15);
+    let limit = 64 << 10; // C is 117 KiB
+    let o = PlanOptions {
+        workspace_limit: Some(limit),
+        threads: Some(2),
+        ..Default::default()
+    };
+    let mut plan = ContractionPlan::with_options(
+        spec,
+        &[Layout::of(&a), Layout::of(&b)],
+        &Layout::of(&c0),
+        DType::F64,
+        &o,
+    )
+    .unwrap();
+    let in_place: Vec<usize> = (0..plan.candidates().len())
+        .filter(|&i| plan.candidates()[i].c_in_place.is_some())
+        .collect();
+    assert!(!in_place.is_empty(), "{}", plan.explain());
+    assert!(plan.candidates().iter().all(|c| c.c_temp.is_none()));
+    for i in in_place {
+        plan.choose(i).unwrap();
+        assert!(plan.workspace_bytes() <= limit);
+        assert!(plan.explain().contains("in place"));
+        for beta in [0.0, -0.5] {
+            let mut c = c0.clone();
+            let mut cv = StridedViewMut::of(&mut c).unwrap();
+            plan.execute(
+                1.5,
+                &[StridedView::of(&a), StridedView::of(&b)],
+                beta,
+                &mut cv,
+            )
+            .unwrap();
+            let want = &ab * 1.5 + &c0 * beta;
+            close(&c, &want, 1e-12);
+        }
+    }
+}

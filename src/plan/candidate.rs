@@ -23,6 +23,7 @@ use crate::einsum::{BoundSpec, Label};
 use crate::error::{Error, Result};
 use crate::model::{gemm_coeffs, predict_transpose, profile, GemmLibrary, Profile};
 use crate::tensor::{DType, Layout};
+use crate::transpose::inplace::{InPlaceOptions, InPlacePlan};
 use crate::transpose::{TransposeOptions, TransposePlan};
 
 /// The family a candidate belongs to.
@@ -78,8 +79,22 @@ impl StepCosts {
     }
 }
 
+/// The GEMM writes into C's own memory, viewed as a row-major tensor with the axes of
+/// `order`, and C is then permuted in place into its own layout (for a non-zero beta, C is
+/// first permuted in place into `order`): the TTGT write-back without a workspace, for C
+/// that fills a dense block of memory.
+#[derive(Clone, Debug)]
+pub struct InPlaceC {
+    /// Axes of the GEMM's view of C's memory, outermost first.
+    pub order: Vec<Label>,
+    /// C's layout to `order` (run when beta is not zero).
+    pub forward: InPlacePlan,
+    /// `order` back to C's layout.
+    pub back: InPlacePlan,
+}
+
 /// One way to run a two-operand contraction.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Candidate {
     /// Pack A into a row-major buffer with these axes, outermost first (`None`: use A as is).
     pub a_pack: Option<Vec<Label>>,
@@ -88,6 +103,8 @@ pub struct Candidate {
     /// The GEMM writes a row-major temporary with these axes, then it is transposed into C
     /// (`None`: the GEMM writes C).
     pub c_temp: Option<Vec<Label>>,
+    /// The GEMM writes C's memory in another order, permuted in place afterwards.
+    pub c_in_place: Option<InPlaceC>,
     /// Labels fused into the GEMM's rows, outermost first.
     pub m: Vec<Label>,
     /// Labels fused into the GEMM's columns.
@@ -123,7 +140,10 @@ fn names(ls: &[Label]) -> String {
 impl Candidate {
     /// The family of the candidate.
     pub fn kind(&self) -> CandidateKind {
-        let copies = self.a_pack.is_some() || self.b_pack.is_some() || self.c_temp.is_some();
+        let copies = self.a_pack.is_some()
+            || self.b_pack.is_some()
+            || self.c_temp.is_some()
+            || self.c_in_place.is_some();
         let looped = !self.reduce.is_empty() || self.loops.len() > self.batch_loops;
         match (copies, looped) {
             (false, false) => CandidateKind::Direct,
@@ -138,6 +158,7 @@ impl Candidate {
         self.a_pack.is_some() as usize
             + self.b_pack.is_some() as usize
             + self.c_temp.is_some() as usize
+            + self.c_in_place.is_some() as usize
     }
 
     /// One line: kind, packing, GEMM shape and loops, library.
@@ -173,6 +194,13 @@ impl Candidate {
         }
         if let Some(o) = &self.c_temp {
             parts.push(format!("T[{}] -> C", names(o)));
+        }
+        if let Some(ip) = &self.c_in_place {
+            parts.push(format!(
+                "C as [{}], permuted in place ({} passes)",
+                names(&ip.order),
+                ip.back.passes()
+            ));
         }
         s += ": ";
         s += &parts.join(", ");
@@ -277,14 +305,74 @@ fn access_penalty(
     passes * extra * line as f64 * 4.0 / (p.copy_gbps(1) * 1e9)
 }
 
+/// C's axes ordered by decreasing stride when C fills a dense block (positive strides that
+/// form a row-major layout in that order), else `None`.
+fn dense_order(labels: &[Label], c: &Layout) -> Option<Vec<usize>> {
+    if c.is_empty()
+        || c.strides()
+            .iter()
+            .zip(c.dims())
+            .any(|(&s, &d)| s <= 0 && d > 1)
+    {
+        return None;
+    }
+    let mut axes: Vec<usize> = (0..labels.len()).collect();
+    axes.sort_by_key(|&i| std::cmp::Reverse((c.strides()[i], c.dims()[i])));
+    let mut expect = 1isize;
+    for &i in axes.iter().rev() {
+        if c.dims()[i] > 1 && c.strides()[i] != expect {
+            return None;
+        }
+        expect *= c.dims()[i] as isize;
+    }
+    Some(axes)
+}
+
 struct Pricer<'a> {
     pb: &'a Problem<'a>,
     threads: usize,
     profile: Profile,
     memo: HashMap<(u8, Vec<Label>), f64>,
+    in_place: HashMap<Vec<Label>, Option<(InPlaceC, f64)>>,
 }
 
 impl Pricer<'_> {
+    /// The in-place write-back of C through `order`, with its predicted seconds (C's
+    /// physical axis order is `phys`).
+    fn in_place(&mut self, order: &[Label], phys: &[usize]) -> Result<Option<(InPlaceC, f64)>> {
+        if let Some(x) = self.in_place.get(order) {
+            return Ok(x.clone());
+        }
+        let out = self.pb.bound.output();
+        let ext = |l: Label| self.pb.bound.extent(l);
+        let phys_labels: Vec<Label> = phys.iter().map(|&i| out[i]).collect();
+        let shape_p: Vec<usize> = phys_labels.iter().map(|&l| ext(l)).collect();
+        let shape_o: Vec<usize> = order.iter().map(|&l| ext(l)).collect();
+        let pos = |ls: &[Label], l: Label| ls.iter().position(|&x| x == l).unwrap_or(0);
+        let to_o: Vec<usize> = order.iter().map(|&l| pos(&phys_labels, l)).collect();
+        let to_p: Vec<usize> = phys_labels.iter().map(|&l| pos(order, l)).collect();
+        let opts = InPlaceOptions {
+            threads: Some(self.threads),
+            ..Default::default()
+        };
+        let es = self.pb.dtype.size_bytes();
+        let forward = InPlacePlan::new(&shape_p, &to_o, es, &opts)?;
+        let back = InPlacePlan::new(&shape_o, &to_p, es, &opts)?;
+        let r = (back.passes() > 0).then(|| {
+            let t = back.modelled_bytes() as f64 / (self.profile.copy_gbps(self.threads) * 1e9);
+            (
+                InPlaceC {
+                    order: order.to_vec(),
+                    forward,
+                    back,
+                },
+                t,
+            )
+        });
+        self.in_place.insert(order.to_vec(), r.clone());
+        Ok(r)
+    }
+
     /// Predicted seconds of copying `src` (axes `labels`) into the row-major `order` layout
     /// (`which`: 0 = A, 1 = B, 2 = the temporary into C).
     fn copy_cost(&mut self, which: u8, order: &[Label]) -> Result<f64> {
@@ -349,7 +437,9 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
         threads,
         profile: profile(),
         memo: HashMap::new(),
+        in_place: HashMap::new(),
     };
+    let c_phys = dense_order(out, pb.c);
     let sums_bytes: usize = pb
         .preps
         .iter()
@@ -386,14 +476,20 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                     Some([&batch[..], ko, no].concat()),
                     Some([&batch[..], no, ko].concat()),
                 ];
-                let c_choices = [
-                    None,
-                    Some([&batch[..], mo, no].concat()),
-                    Some([&batch[..], no, mo].concat()),
+                let mn = [&batch[..], mo, no].concat();
+                let nm = [&batch[..], no, mo].concat();
+                let mut c_choices = vec![
+                    (None, false),
+                    (Some(mn.clone()), false),
+                    (Some(nm.clone()), false),
                 ];
+                if c_phys.is_some() {
+                    c_choices.push((Some(mn), true));
+                    c_choices.push((Some(nm), true));
+                }
                 for ac in &a_choices {
                     for bc in &b_choices {
-                        for cc in &c_choices {
+                        for (cc, in_place) in &c_choices {
                             let la = match ac {
                                 Some(o) => packed_layout(o, &pa.kept, ext)?,
                                 None => pa.prepared.clone(),
@@ -421,10 +517,18 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                             free = by_stride(&free, out, &lc);
                             loops.extend(free);
                             let reduce = ko[..ko.len() - gk.len()].to_vec();
+                            let ip = match (cc, in_place, &c_phys) {
+                                (Some(o), true, Some(phys)) => match pricer.in_place(o, phys)? {
+                                    Some(x) => Some(x),
+                                    None => continue, // C is already in that order
+                                },
+                                _ => None,
+                            };
                             let key = (
                                 ac.clone(),
                                 bc.clone(),
                                 cc.clone(),
+                                *in_place,
                                 gm.clone(),
                                 gn.clone(),
                                 gk.clone(),
@@ -436,7 +540,13 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                             let workspace = sums_bytes
                                 + es * (ac.as_ref().map_or(0, |_| pa.prepared.len())
                                     + bc.as_ref().map_or(0, |_| pbp.prepared.len())
-                                    + cc.as_ref().map_or(0, |_| pb.c.len()));
+                                    + match (cc, &ip) {
+                                        (Some(_), None) => pb.c.len(),
+                                        _ => 0,
+                                    })
+                                + ip.as_ref().map_or(0, |(x, _)| {
+                                    x.forward.workspace_bytes().max(x.back.workspace_bytes())
+                                });
                             let independent: usize = loops.iter().map(|&l| ext(l)).product();
                             let reductions: usize = reduce.iter().map(|&l| ext(l)).product();
                             let (m, a_rs) = matdim(&gm, &pa.kept, &la);
@@ -455,8 +565,10 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                             if let Some(o) = bc {
                                 costs.pack_b = pricer.copy_cost(1, o)?;
                             }
-                            if let Some(o) = cc {
-                                costs.write_c = pricer.copy_cost(2, o)?;
+                            match (cc, &ip) {
+                                (Some(o), None) => costs.write_c = pricer.copy_cost(2, o)?,
+                                (_, Some((_, t))) => costs.write_c = *t,
+                                _ => {}
                             }
                             let p = &pricer.profile;
                             let penalty = access_penalty(
@@ -489,7 +601,8 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                                     let c = Candidate {
                                         a_pack: ac.clone(),
                                         b_pack: bc.clone(),
-                                        c_temp: cc.clone(),
+                                        c_temp: if ip.is_some() { None } else { cc.clone() },
+                                        c_in_place: ip.as_ref().map(|x| x.0.clone()),
                                         m: gm.clone(),
                                         n: gn.clone(),
                                         k: gk.clone(),

@@ -157,15 +157,25 @@ pub(crate) fn explain(plan: &ContractionPlan, times: Option<&StepTimes>) -> Stri
         times.and_then(|t| secs(t.gemm)),
         &note,
     );
-    match &c.c_temp {
-        Some(o) => row(
+    match (&c.c_temp, &c.c_in_place) {
+        (_, Some(ip)) => row(
+            &mut s,
+            &format!("permute C in place from [{}]", names(&ip.order)),
+            Some(p.write_c),
+            times.and_then(|t| secs(t.write_c)),
+            &format!(
+                "(no workspace: GEMM wrote C's memory in that order; {})",
+                ip.back.describe()
+            ),
+        ),
+        (Some(o), None) => row(
             &mut s,
             &format!("write C = alpha*T[{}] + beta*C", names(o)),
             Some(p.write_c),
             times.and_then(|t| secs(t.write_c)),
             "(copy)",
         ),
-        None => row(
+        (None, None) => row(
             &mut s,
             "write C: GEMM writes C in place",
             None,

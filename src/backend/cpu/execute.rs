@@ -197,6 +197,34 @@ impl ContractionPlan {
         let mut tmp: Vec<T> = Vec::new();
         let mut tmp_off = 0;
         let direct = cand.c_temp.is_none();
+        if let Some(ip) = &cand.c_in_place {
+            let len = self.c.len();
+            // SAFETY: the planner offers in-place candidates only for a C whose strides are
+            // positive and form a row-major layout of a permutation of its axes, so its
+            // elements are exactly the `len` elements from its first one; `c` borrows them
+            // mutably for this call and they overlap no input (`check_operands`).
+            let data = unsafe { std::slice::from_raw_parts_mut(c.as_mut_ptr(), len) };
+            if !beta.is_exact_zero() {
+                ip.forward.execute(data)?;
+            }
+            let layout = packed_layout(&ip.order, out, ext)?;
+            let run = GemmRun {
+                cand,
+                a: (a.as_ptr(), &pa.kept, a.layout()),
+                b: (b.as_ptr(), &pb.kept, b.layout()),
+                c: (data.as_mut_ptr(), out, &layout),
+                ext: &ext,
+                epilogue: Epilogue::None,
+            };
+            // SAFETY: as below; `data` is C's memory, of the layout the candidate GEMMs into.
+            unsafe { run.run(threads, alpha, beta)? };
+            times.gemm = t.elapsed();
+            let t = Instant::now();
+            ip.back.execute(data)?;
+            apply_epilogue(epilogue, c);
+            times.write_c = t.elapsed();
+            return Ok(times);
+        }
         let (c_ptr, c_layout, g_alpha, g_beta) = match &cand.c_temp {
             None => (c.as_mut_ptr(), c.layout().clone(), alpha, beta),
             Some(order) => {

@@ -743,3 +743,100 @@ fn bench_inplace_json() {
     assert_eq!(bad.status.code(), Some(2));
     assert_eq!(stderr(&bad).lines().count(), 1);
 }
+
+#[test]
+fn bench_contract_json_and_regret() {
+    let out = ok(&[
+        "bench",
+        "contract",
+        "--only",
+        "1,20,40",
+        "--scale",
+        "0.15",
+        "--dtype",
+        "f32",
+        "--threads",
+        "1",
+        "--repeat",
+        "1",
+        "--all-candidates",
+        "--max-candidates",
+        "3",
+        "--json",
+    ]);
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3 + 1, "{out}");
+    for case in &lines[..3] {
+        for key in [
+            "case",
+            "spec",
+            "dtype",
+            "seconds",
+            "gflops",
+            "gemm_gflops",
+            "ratio",
+            "transpose_seconds",
+            "gemm_seconds",
+            "predicted_seconds",
+            "plan",
+        ] {
+            assert!(!case[key].is_null(), "{key} missing in {case}");
+        }
+        assert!(case["seconds"].as_f64().unwrap() > 0.0);
+        assert!(case["regret"].as_f64().unwrap() >= 0.0);
+        assert_eq!(case["candidates"].as_array().unwrap().len(), 3);
+    }
+    assert_eq!(lines[0]["case"], "tccg-1");
+    assert_eq!(lines[3]["summary"], true);
+    assert_eq!(lines[3]["regret_cases"], 3);
+    // bad arguments: one error line, status 2
+    for bad in [
+        &["bench", "contract", "--scale", "0"][..],
+        &["bench", "contract", "--only", "999"],
+        &["bench", "contract", "--gemm", "blas"],
+        &["bench", "contract", "--threads", "0"],
+    ] {
+        let o = ttgt(bad);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+        assert_eq!(stderr(&o).lines().count(), 1, "{bad:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn contract_explain_shows_candidates_and_workspace_limit() {
+    let out = ok(&[
+        "contract",
+        "abk,kc->bca",
+        "--sizes",
+        "a=30,b=20,k=16,c=25",
+        "--explain",
+        "--check",
+        "--workspace",
+        "65536",
+        "--threads",
+        "1",
+        "--repeat",
+        "1",
+    ]);
+    assert!(out.contains("runners-up"), "{out}");
+    assert!(
+        out.contains("workspace limit 65536 bytes excluded"),
+        "{out}"
+    );
+    assert!(out.contains("check: ok"), "{out}");
+    let out = ok(&[
+        "contract",
+        "ij,jk->ik",
+        "--sizes",
+        "i=20,j=30,k=40",
+        "--explain",
+        "--gemm",
+        "matrixmultiply",
+        "--measure",
+        "5",
+    ]);
+    assert!(out.contains("[matrixmultiply]"), "{out}");
+}

@@ -283,6 +283,38 @@ fn run_candidates<T: Element>(
         )
         .map_err(fail)?;
     }
+    // With no room for a temporary C, in-place write-backs (C dense in any axis order).
+    let tight = PlanOptions {
+        workspace_limit: Some(want.len() * T::DTYPE.size_bytes() / 2),
+        ..opts.clone()
+    };
+    let in_place: Vec<usize> = match plan_for(&built.view_mut(&mut probe_store), &tight) {
+        Ok(p) => (0..p.candidates().len())
+            .filter(|&i| p.candidates()[i].c_in_place.is_some())
+            .take(4)
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    for i in in_place {
+        check_into(
+            &format!("in-place candidate {i}"),
+            rc,
+            seed ^ 0x99 ^ i as u64,
+            alpha,
+            beta,
+            want,
+            tol,
+            |c| {
+                let mut plan = plan_for(c, &tight)?;
+                plan.choose(i)?;
+                let mut cv = StridedViewMut::of(c)?;
+                let ins = [StridedView::of(a), StridedView::of(b)];
+                plan.execute(alpha, &ins, beta, &mut cv)?;
+                Ok(())
+            },
+        )
+        .map_err(fail)?;
+    }
     // A workspace limit: the choice fits (or planning says that nothing does).
     let limit = (seed >> 8) as usize % (1 + 8 * want.len() * T::DTYPE.size_bytes());
     let limited = PlanOptions {

@@ -439,7 +439,13 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
         memo: HashMap::new(),
         in_place: HashMap::new(),
     };
-    let c_phys = dense_order(out, pb.c);
+    // In-place write-backs are slower than out-of-place ones and their planning searches
+    // swap sequences: offered only when the limit leaves no room for a temporary C.
+    let c_phys = dense_order(out, pb.c).filter(|_| {
+        options
+            .workspace_limit
+            .is_some_and(|l| l < pb.c.len() * pb.dtype.size_bytes())
+    });
     let sums_bytes: usize = pb
         .preps
         .iter()

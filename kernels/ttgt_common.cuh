@@ -19,7 +19,7 @@
 #define __device__ __attribute__((device))
 #define __shared__ __attribute__((shared))
 #define TTGT_INLINE __attribute__((device)) __attribute__((always_inline)) inline
-#define TTGT_BOUNDS(n) __attribute__((launch_bounds(n)))
+#define TTGT_BOUNDS(n) __attribute__((launch_bounds(n, 2)))
 // Dynamic shared memory: one byte array aligned for the widest element.
 #define TTGT_EXTERN_SHARED(T, name)                                                   \
     extern __shared__ __attribute__((aligned(16))) unsigned char ttgt_dyn_smem[];     \
@@ -158,6 +158,7 @@ TTGT_INLINE I valid_extent(I full, I inner, I n, I b, I d) {
     TTGT_FOR_INDEX(X, S, c32, ttgt::c32)                                              \
     TTGT_FOR_INDEX(X, S, c64, ttgt::c64)
 
+// 256 threads per block, at least two blocks per SM (at most 128 registers a thread).
 // Defines the kernel entry `ttgt_<S>_<TN>_<IN>_r<R>` calling BODY<T, I, R>, and in the
 // emulator a launcher registered under the same name.
 #ifdef TTGT_EMU

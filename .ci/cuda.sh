@@ -72,4 +72,5 @@ cargo clippy --all-targets --features cuda -- -D warnings
 echo "== cargo clippy --all-targets --features cuda-emu -- -D warnings"
 cargo clippy --all-targets --features cuda-emu -- -D warnings
 echo "== emulated kernels, PTX signatures, device tests (skip without a GPU)"
-cargo test --features cuda,cuda-emu --test cuda_emu --test cuda_ptx --test cuda_device
+cargo test --features cuda,cuda-emu --test cuda_emu --test cuda_ptx
+cargo test --features cuda --test cuda_device -- --nocapture

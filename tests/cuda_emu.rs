@@ -359,3 +359,84 @@ fn emulator_reports_divergent_barriers_and_out_of_bounds() {
     let e = run("no_such_kernel", &mut b).unwrap_err().to_string();
     assert!(e.contains("no kernel named"), "{e}");
 }
+
+fn emulated_contraction<T: Element>(spec: &str, sa: &[usize], sb: &[usize], alpha: T, beta: T) {
+    use ttgt::backend::cuda::contract::{execute_emulated, GpuContractionPlan};
+    let a: ArrayD<T> = data(sa, 4);
+    let b: ArrayD<T> = data(sb, 5);
+    let r = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+    let c0: ArrayD<T> = data(r.shape(), 6);
+    let want = r.mapv(|x| alpha * x) + c0.mapv(|x| beta * x);
+    let plan = GpuContractionPlan::new(
+        spec,
+        sa,
+        sb,
+        T::DTYPE,
+        beta.is_exact_zero(),
+        &DeviceProps::emulator(),
+    )
+    .unwrap();
+    let mut c = c0.clone();
+    execute_emulated(
+        &plan,
+        alpha,
+        a.as_slice().unwrap(),
+        b.as_slice().unwrap(),
+        beta,
+        c.as_slice_mut().unwrap(),
+    )
+    .unwrap_or_else(|e| panic!("{spec}: {e}\n{}", plan.describe()));
+    for (g, w) in c.iter().zip(want.iter()) {
+        assert!(
+            (*g - *w).abs_f64() <= 1e-3 * (1.0 + w.abs_f64()),
+            "{spec} {}: {g} vs {w}\n{}",
+            T::DTYPE,
+            plan.describe()
+        );
+    }
+}
+
+#[test]
+fn ttgt_contractions_emulated_with_cpu_gemm() {
+    let cases: [(&str, &[usize], &[usize]); 7] = [
+        ("ij,jk->ik", &[9, 7], &[7, 5]),
+        ("ij,kj->ki", &[9, 7], &[5, 7]),
+        ("abcd,dbef->acef", &[4, 5, 6, 7], &[7, 5, 3, 2]),
+        ("bij,bjk->bik", &[3, 8, 5], &[3, 5, 4]),
+        ("abc,cbd->da", &[4, 5, 6], &[6, 5, 7]),
+        ("aebf,dfce->abcd", &[3, 4, 5, 2], &[6, 2, 3, 4]),
+        ("i,j->ji", &[5], &[33]),
+    ];
+    for (spec, sa, sb) in cases {
+        emulated_contraction::<f32>(spec, sa, sb, 1.0, 0.0);
+        emulated_contraction::<f64>(spec, sa, sb, 0.5, 2.0);
+        emulated_contraction::<Complex32>(
+            spec,
+            sa,
+            sb,
+            Complex32::new(1.0, 0.0),
+            Complex32::new(0.0, 0.0),
+        );
+        emulated_contraction::<Complex64>(
+            spec,
+            sa,
+            sb,
+            Complex64::new(0.5, 1.0),
+            Complex64::new(-1.0, 0.5),
+        );
+    }
+    // Unsupported on the GPU path: a clear error, no panic.
+    let e = ttgt::backend::cuda::contract::GpuContractionPlan::new(
+        "iij,jk->ik",
+        &[3, 3, 4],
+        &[4, 2],
+        ttgt::DType::F64,
+        true,
+        &DeviceProps::emulator(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("not supported on the GPU path"),
+        "{e}"
+    );
+}

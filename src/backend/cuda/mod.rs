@@ -3,6 +3,9 @@
 //! `cuda`) runs the plans through cudarc and cuBLAS; the emulator (`emu`, feature
 //! `cuda-emu`) runs the same kernel sources on the CPU.
 
+pub mod contract;
+#[cfg(feature = "cuda")]
+pub mod device;
 #[cfg(feature = "cuda-emu")]
 pub mod emu;
 pub mod kernels;

@@ -16,6 +16,8 @@ use clap::{Args, Parser, Subcommand};
 mod bench;
 #[path = "ttgt/check.rs"]
 mod check;
+#[path = "ttgt/cuda.rs"]
+mod cuda;
 #[path = "ttgt/error.rs"]
 mod error;
 #[path = "ttgt/file_mode.rs"]
@@ -226,6 +228,9 @@ fn main() -> ExitCode {
         Commands::Contract(args) => contract(args),
         Commands::Bench(bench::BenchCommand::Transpose(args)) => {
             bench::transpose(args).map(|()| Outcome::Success)
+        }
+        Commands::Bench(bench::BenchCommand::Contract(args)) => {
+            cuda::bench_contract(args).map(|()| Outcome::Success)
         }
         Commands::Calibrate(args) => bench::calibrate(args).map(|()| Outcome::Success),
     };

@@ -778,6 +778,60 @@ impl Device {
         Ok(())
     }
 
+    /// Drops the cached transpose plans (the next calls plan again: single-use timings).
+    pub fn clear_plan_cache(&self) {
+        if let Ok(mut p) = self.plans.lock() {
+            p.clear();
+        }
+    }
+
+    /// Device-to-device copy of a whole tensor (the bandwidth reference of the benches).
+    pub fn copy_into<T: Element>(
+        &self,
+        src: &DeviceTensor<T>,
+        dst: &mut DeviceTensor<T>,
+    ) -> Result<()> {
+        if src.buf.len() != dst.buf.len() {
+            return Err(Error::Gpu("copy between tensors of different sizes".into()));
+        }
+        self.stream
+            .memcpy_dtod(&src.buf, &mut dst.buf)
+            .map_err(gpu("device-to-device copy"))
+    }
+
+    /// Runs a given TTLG plan (e.g. with a forced schema) on row-major device tensors.
+    pub fn run_plan<T: Element>(
+        &self,
+        plan: &TtlgPlan,
+        alpha: T,
+        a: &DeviceTensor<T>,
+        beta: T,
+        b: &mut DeviceTensor<T>,
+    ) -> Result<()> {
+        let meta = self
+            .stream
+            .clone_htod(&plan.meta_bytes())
+            .map_err(gpu("uploading a plan's offset arrays"))?;
+        let p = CachedPlan {
+            plan: plan.clone(),
+            meta,
+        };
+        self.launch_transpose(&p, alpha, &a.buf, beta, &mut b.buf)
+    }
+
+    /// The plain GEMM reference: [`Device::gemm_packed`] on whole device tensors.
+    pub fn gemm_tensors<T: Element>(
+        &self,
+        g: &super::contract::GemmShape,
+        alpha: T,
+        a: &DeviceTensor<T>,
+        b: &DeviceTensor<T>,
+        beta: T,
+        c: &mut DeviceTensor<T>,
+    ) -> Result<()> {
+        self.gemm_packed(g, alpha, &a.buf, &b.buf, beta, &mut c.buf)
+    }
+
     /// `einsum(spec, A, B)` into a new device tensor.
     pub fn contract<T: Element>(
         &self,

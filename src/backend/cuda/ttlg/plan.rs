@@ -96,8 +96,8 @@ pub struct TtlgPlan {
     pub plain: bool,
 }
 
-/// Applicable schemas (TTLG Alg. 1, with the model deciding where the paper's flow chart
-/// leaves a choice).
+/// Schemas to rank (TTLG Alg. 1; the model decides between FVI-Match-Small and
+/// Orthogonal-Arbitrary where the paper's flow chart leaves that choice).
 fn schemas_for(p: &GpuProblem) -> Vec<Schema> {
     if p.fvi_match() {
         let n0 = p.dims[p.fvi_in()].n;
@@ -128,10 +128,12 @@ fn schemas_for(p: &GpuProblem) -> Vec<Schema> {
         set
     };
     let (i, o) = (grow(&p.in_order), grow(&p.out_order));
+    // Disjoint: Orthogonal-Distinct (Orthogonal-Arbitrary only as a fallback when no
+    // distinct slice fits the outer-rank limit).
     if i.iter().any(|d| o.contains(d)) {
         vec![Schema::OrthogonalArbitrary]
     } else {
-        vec![Schema::OrthogonalDistinct, Schema::OrthogonalArbitrary]
+        vec![Schema::OrthogonalDistinct]
     }
 }
 
@@ -171,7 +173,7 @@ impl TtlgPlan {
             None => schemas_for(&problem),
         };
         let mut best: Option<(f64, Slice, Vec<OuterDim>, Features)> = None;
-        for &schema in &schemas {
+        let rank = |schema: Schema, best: &mut Option<(f64, Slice, Vec<OuterDim>, Features)>| {
             for s in candidates(&problem, schema, props) {
                 let outer = outer_dims(&problem, &s);
                 if outer.len() > MAX_OUTER_DIMS {
@@ -180,9 +182,19 @@ impl TtlgPlan {
                 let f = features(&problem, &s, num_slices(&outer));
                 let t = model.predict(&f);
                 if best.as_ref().is_none_or(|(bt, ..)| t < *bt) {
-                    best = Some((t, s, outer, f));
+                    *best = Some((t, s, outer, f));
                 }
             }
+        };
+        for &schema in &schemas {
+            rank(schema, &mut best);
+        }
+        if best.is_none()
+            && opts.schema.is_none()
+            && !schemas.contains(&Schema::OrthogonalArbitrary)
+        {
+            // Fallback when no slice of the chosen schema fits the outer-rank limit.
+            rank(Schema::OrthogonalArbitrary, &mut best);
         }
         let Some((predicted_seconds, slice, outer, features)) = best else {
             return Err(Error::Unsupported(match opts.schema {

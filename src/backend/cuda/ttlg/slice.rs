@@ -126,28 +126,40 @@ pub(crate) fn od_candidates(p: &GpuProblem) -> Vec<Slice> {
         return out;
     }
     let fo = p.fvi_out();
-    let mut la = WS;
-    while la <= MAX_SIDE {
-        let is = prefix(p, &p.in_order, la, |d| d == fo);
-        let mut lb = WS;
-        while lb <= MAX_SIDE {
-            let os = prefix(p, &p.out_order, lb, |d| is.dims.contains(&d));
-            if !is.dims.is_empty() && !os.dims.is_empty() {
-                let s = Slice {
+    for is in unique(
+        (WS..=MAX_SIDE)
+            .step_by(WS)
+            .map(|la| prefix(p, &p.in_order, la, |d| d == fo)),
+    ) {
+        if is.dims.is_empty() {
+            continue;
+        }
+        let oss = (WS..=MAX_SIDE)
+            .step_by(WS)
+            .map(|lb| prefix(p, &p.out_order, lb, |d| is.dims.contains(&d)));
+        for os in unique(oss) {
+            if !os.dims.is_empty() {
+                out.push(Slice {
                     schema: Schema::OrthogonalDistinct,
                     input: is.clone(),
                     output: os,
                     chunk: 0,
-                };
-                if !out.contains(&s) {
-                    out.push(s);
-                }
+                });
             }
-            lb += WS;
         }
-        la += WS;
     }
     out
+}
+
+/// The distinct items of `it`, in first-seen order.
+fn unique<T: PartialEq>(it: impl Iterator<Item = T>) -> Vec<T> {
+    let mut v: Vec<T> = Vec::new();
+    for x in it {
+        if !v.contains(&x) {
+            v.push(x);
+        }
+    }
+    v
 }
 
 /// Orthogonal-Arbitrary candidates: any input-order prefix for the columns; rows are the
@@ -158,12 +170,13 @@ pub(crate) fn oa_candidates(p: &GpuProblem, max_shared: usize) -> Vec<Slice> {
     let size = p.kernel_dtype.size_bytes();
     let cap = max_shared / size;
     let mut out = Vec::new();
-    let mut la = WS;
-    while la <= MAX_SIDE {
-        let is = prefix(p, &p.in_order, la, |_| false);
+    for is in unique(
+        (WS..=MAX_SIDE)
+            .step_by(WS)
+            .map(|la| prefix(p, &p.in_order, la, |_| false)),
+    ) {
         let va = is.volume(p);
-        let mut lb = WS;
-        while lb <= MAX_SIDE {
+        let rows_all = (WS..=MAX_SIDE).step_by(WS).map(|lb| {
             let mut rows = Side::default();
             let mut vol = 1usize;
             for &d in &p.out_order {
@@ -191,21 +204,18 @@ pub(crate) fn oa_candidates(p: &GpuProblem, max_shared: usize) -> Vec<Slice> {
             if rows.dims.is_empty() {
                 rows.block = 1;
             }
-            let vb = rows.volume(p);
-            if va.saturating_mul(vb) <= cap {
-                let s = Slice {
+            rows
+        });
+        for rows in unique(rows_all) {
+            if va.saturating_mul(rows.volume(p)) <= cap {
+                out.push(Slice {
                     schema: Schema::OrthogonalArbitrary,
                     input: is.clone(),
                     output: rows,
                     chunk: 0,
-                };
-                if !out.contains(&s) {
-                    out.push(s);
-                }
+                });
             }
-            lb += WS;
         }
-        la += WS;
     }
     if out.is_empty() {
         // The smallest slice: one element column, no rows (always fits).

@@ -73,4 +73,4 @@ echo "== cargo clippy --all-targets --features cuda-emu -- -D warnings"
 cargo clippy --all-targets --features cuda-emu -- -D warnings
 echo "== emulated kernels, PTX signatures, device tests (skip without a GPU)"
 cargo test --features cuda,cuda-emu --test cuda_emu --test cuda_ptx
-cargo test --features cuda --test cuda_device -- --nocapture
+cargo test --features cuda --test cuda_device --test cuda_cli -- --nocapture

@@ -33,6 +33,15 @@ fn best(dev: &Device, repeat: usize, mut f: impl FnMut() -> Result<()>) -> Resul
 }
 
 /// Seconds of the best of `repeat` device-to-device copies of `bytes` bytes.
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::{bench, device::Device};
+/// let dev = Device::new(0).unwrap();
+/// let t = bench::copy_seconds(&dev, 64 << 20, 3).unwrap();
+/// println!("{:.1} GB/s", 2.0 * (64 << 20) as f64 / t / 1e9);
+/// # }
+/// ```
 pub fn copy_seconds(dev: &Device, bytes: usize, repeat: usize) -> Result<f64> {
     let src = dev.zeros::<f32>(&[bytes.div_ceil(4)])?;
     let mut dst = dev.zeros::<f32>(&[bytes.div_ceil(4)])?;
@@ -96,6 +105,16 @@ fn transpose_typed<T: Element>(
 
 /// One transposition case on the device (same result type and JSON keys as the CPU bench;
 /// `threads` holds the SM count).
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::{bench, device::Device};
+/// let dev = Device::new(0).unwrap();
+/// let case = &ttgt::bench::all_perms(6, 16)[5];
+/// let r = bench::bench_transpose(&dev, case, ttgt::DType::F32, 5, 0.0).unwrap();
+/// println!("{} GB/s, {:.2} of copy", r.gbps, r.ratio);
+/// # }
+/// ```
 pub fn bench_transpose(
     dev: &Device,
     case: &TransposeCase,
@@ -112,6 +131,15 @@ pub fn bench_transpose(
 }
 
 /// One contraction on the device beside a cuBLAS GEMM of the same shape.
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::{bench, device::Device};
+/// let dev = Device::new(0).unwrap();
+/// let r = bench::bench_contract(&dev, "ij,jk->ik", &[2048, 2048], &[2048, 2048], ttgt::DType::F32, 3).unwrap();
+/// println!("{:.0} GFLOP/s ({:.2} of cuBLAS)", r.gflops, r.ratio);
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct ContractResult {
     /// The spec.
@@ -175,6 +203,15 @@ fn contract_typed<T: Element>(
 }
 
 /// One contraction on the device.
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::{bench, device::Device};
+/// let dev = Device::new(0).unwrap();
+/// let r = bench::bench_contract(&dev, "abc,cd->abd", &[64, 64, 64], &[64, 64], ttgt::DType::F64, 3).unwrap();
+/// println!("{}", r.plan);
+/// # }
+/// ```
 pub fn bench_contract(
     dev: &Device,
     spec: &str,
@@ -195,6 +232,15 @@ pub fn bench_contract(
 /// (scaled TTC cases and permutations of a rank-5 tensor, every applicable schema forced
 /// with every candidate slice the planner would rank), fits each kernel's regression by
 /// least squares and returns the model (the caller stores it under the device's name).
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::{bench, device::Device};
+/// let dev = Device::new(0).unwrap();
+/// let model = bench::calibrate(&dev, 64).unwrap();
+/// model.save().unwrap();
+/// # }
+/// ```
 pub fn calibrate(dev: &Device, mib: usize) -> Result<GpuModel> {
     let bytes = mib.max(1) << 20;
     let copy = copy_seconds(dev, bytes, 5)?;

@@ -31,12 +31,25 @@ pub struct GemmShape {
 
 impl GemmShape {
     /// Real floating-point operations (2 m n k per batch).
+    ///
+    /// ```
+    /// let g = ttgt::backend::cuda::contract::GemmShape { batch: 1, m: 2, n: 2, k: 2 };
+    /// assert_eq!(g.flops(), 16.0);
+    /// ```
     pub fn flops(&self) -> f64 {
         2.0 * self.batch as f64 * self.m as f64 * self.n as f64 * self.k as f64
     }
 }
 
 /// One packing or unpacking transpose of a GPU contraction.
+///
+/// ```
+/// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
+/// let p = GpuContractionPlan::new("abc,cd->dba", &[4, 5, 6], &[6, 7], ttgt::DType::F32, true,
+///                                 &DeviceProps::nominal()).unwrap();
+/// let c = p.unpack_c.as_ref().unwrap();
+/// assert_eq!(c.shape, vec![7, 5, 4]);
+/// ```
 #[derive(Clone, Debug)]
 pub struct PackStep {
     /// `perm[i] = j`: axis i of the destination is axis j of the source.
@@ -111,6 +124,13 @@ impl GpuContractionPlan {
     /// extents. `beta_zero`: the plan runs with beta = 0 (lets the final transpose widen).
     /// Diagonals, one-sided sums and broadcast (`...` stretched) axes are not supported on
     /// the GPU path (an [`Error::Unsupported`]).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
+    /// let p = GpuContractionPlan::new("abc,cd->dba", &[4, 5, 6], &[6, 7], ttgt::DType::F32, true,
+    ///                                 &DeviceProps::nominal()).unwrap();
+    /// assert_eq!((p.gemm.m, p.gemm.n, p.gemm.k), (20, 7, 6));
+    /// ```
     pub fn new(
         spec: &str,
         a_shape: &[usize],
@@ -177,6 +197,13 @@ impl GpuContractionPlan {
     }
 
     /// Elements of each workspace the execution needs (packed A, packed B, packed C).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
+    /// let p = GpuContractionPlan::new("abc,cd->dba", &[4, 5, 6], &[6, 7], ttgt::DType::F32, true,
+    ///                                 &DeviceProps::nominal()).unwrap();
+    /// assert_eq!(p.workspace_elements(), [120, 0, 140]);
+    /// ```
     pub fn workspace_elements(&self) -> [usize; 3] {
         let g = &self.gemm;
         [
@@ -187,6 +214,13 @@ impl GpuContractionPlan {
     }
 
     /// Predicted seconds of the transposes (TTLG model).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
+    /// let p = GpuContractionPlan::new("abc,cd->dba", &[4, 5, 6], &[6, 7], ttgt::DType::F32, true,
+    ///                                 &DeviceProps::nominal()).unwrap();
+    /// assert!(p.predicted_transpose_seconds() > 0.0);
+    /// ```
     pub fn predicted_transpose_seconds(&self) -> f64 {
         [&self.pack_a, &self.pack_b, &self.unpack_c]
             .iter()
@@ -196,6 +230,13 @@ impl GpuContractionPlan {
     }
 
     /// One line per step.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
+    /// let p = GpuContractionPlan::new("abc,cd->dba", &[4, 5, 6], &[6, 7], ttgt::DType::F32, true,
+    ///                                 &DeviceProps::nominal()).unwrap();
+    /// assert!(p.describe().contains("transpose C"));
+    /// ```
     pub fn describe(&self) -> String {
         let mut s = format!(
             "{}: batch {} x gemm m={} n={} k={}",
@@ -255,6 +296,17 @@ pub fn cpu_gemm_packed<T: Element>(
 
 /// Runs a GPU contraction plan under the CPU emulator (feature `cuda-emu`): emulated TTLG
 /// kernels for the transposes, [`cpu_gemm_packed`] for the GEMM. Operands are row-major.
+///
+/// ```
+/// # #[cfg(feature = "cuda-emu")] {
+/// use ttgt::backend::cuda::{contract::{execute_emulated, GpuContractionPlan}, ttlg::DeviceProps};
+/// let p = GpuContractionPlan::new("ij,kj->ik", &[2, 3], &[2, 3], ttgt::DType::F64, true,
+///                                 &DeviceProps::emulator()).unwrap();
+/// let mut c = [0.0; 4];
+/// execute_emulated(&p, 1.0, &[1.0; 6], &[1.0; 6], 0.0, &mut c).unwrap();
+/// assert_eq!(c, [3.0; 4]);
+/// # }
+/// ```
 #[cfg(feature = "cuda-emu")]
 pub fn execute_emulated<T: Element>(
     plan: &GpuContractionPlan,

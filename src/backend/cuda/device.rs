@@ -109,26 +109,68 @@ pub struct DeviceTensor<T: Element> {
 
 impl<T: Element> DeviceTensor<T> {
     /// Extents.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// let t = dev.zeros::<f32>(&[2, 3]).unwrap();
+    /// assert_eq!(t.shape(), &[2, 3]);
+    /// # }
+    /// ```
     pub fn shape(&self) -> &[usize] {
         self.layout.dims()
     }
 
     /// Layout (element strides).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// let t = dev.zeros::<f32>(&[2, 3]).unwrap();
+    /// assert_eq!(t.layout().strides(), &[3, 1]);
+    /// # }
+    /// ```
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
 
     /// Element type.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// assert_eq!(dev.zeros::<f64>(&[2]).unwrap().dtype(), ttgt::DType::F64);
+    /// # }
+    /// ```
     pub fn dtype(&self) -> DType {
         T::DTYPE
     }
 
     /// Number of elements.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// assert_eq!(dev.zeros::<f32>(&[2, 3]).unwrap().len(), 6);
+    /// # }
+    /// ```
     pub fn len(&self) -> usize {
         self.layout.len()
     }
 
     /// Whether there are no elements.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// assert!(dev.zeros::<f32>(&[0, 3]).unwrap().is_empty());
+    /// # }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.layout.is_empty()
     }
@@ -141,6 +183,15 @@ fn as_bytes<T: Element>(s: &[T]) -> &[u8] {
 }
 
 /// A workspace from the caching allocator; returned to the cache when dropped.
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::device::Device;
+/// let dev = Device::new(0).unwrap();
+/// let ws = dev.workspace(1 << 20).unwrap(); // from the cache after the first call
+/// drop(ws); // back to the cache
+/// # }
+/// ```
 pub struct Workspace<'d> {
     dev: &'d Device,
     class: usize,
@@ -177,6 +228,14 @@ struct CachedPlan {
 }
 
 /// A CUDA device: context, stream, kernels, caches.
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::device::Device;
+/// let dev = Device::new(0).unwrap();
+/// println!("{} with {} SMs", dev.props().name, dev.props().sm_count);
+/// # }
+/// ```
 pub struct Device {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
@@ -248,16 +307,41 @@ impl Device {
     }
 
     /// What the planner knows about this device.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// assert!(dev.props().sm_count > 0);
+    /// # }
+    /// ```
     pub fn props(&self) -> &DeviceProps {
         &self.props
     }
 
     /// The performance model in use (calibrated if stored for this device's name).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// println!("calibrated: {}", dev.model().calibrated);
+    /// # }
+    /// ```
     pub fn model(&self) -> &GpuModel {
         &self.model
     }
 
     /// Replaces the model (after calibration) and drops cached plans.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::{device::Device, ttlg::GpuModel};
+    /// let mut dev = Device::new(0).unwrap();
+    /// let m = GpuModel::default_for(dev.props());
+    /// dev.set_model(m);
+    /// # }
+    /// ```
     pub fn set_model(&mut self, model: GpuModel) {
         self.props.copy_bandwidth = model.copy_bandwidth;
         self.model = model;
@@ -266,12 +350,60 @@ impl Device {
         }
     }
 
+    /// A new stream of this device's context (for [`Device::set_stream`]).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let mut dev = Device::new(0).unwrap();
+    /// let s = dev.new_stream().unwrap();
+    /// dev.set_stream(s);
+    /// # }
+    /// ```
+    pub fn new_stream(&self) -> Result<Arc<CudaStream>> {
+        self.ctx.new_stream().map_err(gpu("creating a stream"))
+    }
+
+    /// Queues this device's later work (transposes, GEMMs, copies, allocations) on `stream`.
+    /// Cached plans stay valid; the cuBLAS handle is recreated on the new stream.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let mut dev = Device::new(0).unwrap();
+    /// let s = dev.new_stream().unwrap();
+    /// dev.set_stream(s);
+    /// # }
+    /// ```
+    pub fn set_stream(&mut self, stream: Arc<CudaStream>) {
+        self.stream = stream;
+        if let Ok(mut b) = self.blas.lock() {
+            *b = None;
+        }
+    }
+
     /// The stream every operation of this device is queued on.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// dev.stream().synchronize().unwrap();
+    /// # }
+    /// ```
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
     }
 
     /// Waits for all queued work; reports asynchronous kernel failures.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// dev.synchronize().unwrap();
+    /// # }
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         self.stream.synchronize().map_err(gpu("synchronizing"))
     }
@@ -287,6 +419,15 @@ impl Device {
 
     /// A workspace of at least `bytes` bytes from the caching allocator (size classes are
     /// powers of two; freed workspaces are kept for reuse, so repeated calls allocate nothing).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// let ws = dev.workspace(4096).unwrap();
+    /// drop(ws);
+    /// # }
+    /// ```
     pub fn workspace(&self, bytes: usize) -> Result<Workspace<'_>> {
         let class = bytes.max(256).next_power_of_two();
         let cached = lock(&self.pool, "allocator")?
@@ -304,6 +445,15 @@ impl Device {
     }
 
     /// Copies a host array (any layout) to a new row-major device tensor.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// let t = dev.upload(&ndarray::Array2::<f64>::eye(3)).unwrap();
+    /// assert_eq!(t.shape(), &[3, 3]);
+    /// # }
+    /// ```
     pub fn upload<T: Element, S: Data<Elem = T>, D: Dimension>(
         &self,
         a: &ArrayBase<S, D>,
@@ -322,6 +472,15 @@ impl Device {
     }
 
     /// A new row-major device tensor of zeros.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// let t = dev.zeros::<num_complex::Complex32>(&[4, 4]).unwrap();
+    /// assert_eq!(t.len(), 16);
+    /// # }
+    /// ```
     pub fn zeros<T: Element>(&self, shape: &[usize]) -> Result<DeviceTensor<T>> {
         let layout = Layout::row_major(shape)?;
         let buf = self
@@ -336,6 +495,16 @@ impl Device {
     }
 
     /// Copies a device tensor back to the host.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// let a = ndarray::Array1::<f32>::from(vec![1.0, 2.0]);
+    /// let t = dev.upload(&a).unwrap();
+    /// assert_eq!(dev.download(&t).unwrap(), a.into_dyn());
+    /// # }
+    /// ```
     pub fn download<T: Element>(&self, t: &DeviceTensor<T>) -> Result<ArrayD<T>> {
         let bytes: Vec<u8> = self
             .stream
@@ -408,6 +577,16 @@ impl Device {
     }
 
     /// The TTLG plan this device uses for `B = perm(A)` (cached per device, layouts, dtype).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// let (a, b) = (ttgt::Layout::row_major(&[64, 32]).unwrap(), ttgt::Layout::row_major(&[32, 64]).unwrap());
+    /// let p = dev.transpose_plan(&[1, 0], &a, &b, ttgt::DType::F32, true).unwrap();
+    /// println!("{}", p.describe());
+    /// # }
+    /// ```
     pub fn transpose_plan(
         &self,
         perm: &[usize],
@@ -483,6 +662,15 @@ impl Device {
     }
 
     /// `perm(A)` into a new device tensor.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// let a = dev.upload(&ndarray::Array2::<f32>::ones((3, 5))).unwrap();
+    /// assert_eq!(dev.permute(&a, &[1, 0]).unwrap().shape(), &[5, 3]);
+    /// # }
+    /// ```
     pub fn permute<T: Element>(
         &self,
         a: &DeviceTensor<T>,
@@ -516,6 +704,17 @@ impl Device {
     /// and batch strides m*k, k*n, m*n (elements). cuBLAS is column-major, so it computes
     /// C^T = B^T A^T (the operands swap). f32/f64 through cudarc's safe layer, complex
     /// through its raw bindings.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::{contract::GemmShape, device::Device};
+    /// let dev = Device::new(0).unwrap();
+    /// let g = GemmShape { batch: 1, m: 2, n: 2, k: 2 };
+    /// let (a, b) = (dev.zeros::<f32>(&[4]).unwrap(), dev.zeros::<f32>(&[4]).unwrap());
+    /// let mut c = dev.zeros::<f32>(&[4]).unwrap();
+    /// dev.gemm_tensors(&g, 1.0, &a, &b, 0.0, &mut c).unwrap();
+    /// # }
+    /// ```
     pub fn gemm_packed<T: Element>(
         &self,
         g: &super::contract::GemmShape,
@@ -779,6 +978,14 @@ impl Device {
     }
 
     /// Drops the cached transpose plans (the next calls plan again: single-use timings).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// dev.clear_plan_cache();
+    /// # }
+    /// ```
     pub fn clear_plan_cache(&self) {
         if let Ok(mut p) = self.plans.lock() {
             p.clear();
@@ -786,6 +993,16 @@ impl Device {
     }
 
     /// Device-to-device copy of a whole tensor (the bandwidth reference of the benches).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// let a = dev.zeros::<f32>(&[8]).unwrap();
+    /// let mut b = dev.zeros::<f32>(&[8]).unwrap();
+    /// dev.copy_into(&a, &mut b).unwrap();
+    /// # }
+    /// ```
     pub fn copy_into<T: Element>(
         &self,
         src: &DeviceTensor<T>,
@@ -800,6 +1017,19 @@ impl Device {
     }
 
     /// Runs a given TTLG plan (e.g. with a forced schema) on row-major device tensors.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::{device::Device, ttlg::{Schema, TtlgOptions, TtlgPlan}};
+    /// let dev = Device::new(0).unwrap();
+    /// let (la, lb) = (ttgt::Layout::row_major(&[40, 50]).unwrap(), ttgt::Layout::row_major(&[50, 40]).unwrap());
+    /// let o = TtlgOptions { schema: Some(Schema::OrthogonalArbitrary), ..TtlgOptions::default() };
+    /// let p = TtlgPlan::new(&[1, 0], &la, &lb, ttgt::DType::F32, false, dev.props(), &o).unwrap();
+    /// let a = dev.zeros::<f32>(&[40, 50]).unwrap();
+    /// let mut b = dev.zeros::<f32>(&[50, 40]).unwrap();
+    /// dev.run_plan(&p, 1.0, &a, 0.0, &mut b).unwrap();
+    /// # }
+    /// ```
     pub fn run_plan<T: Element>(
         &self,
         plan: &TtlgPlan,
@@ -820,6 +1050,18 @@ impl Device {
     }
 
     /// The plain GEMM reference: [`Device::gemm_packed`] on whole device tensors.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::{contract::GemmShape, device::Device};
+    /// let dev = Device::new(0).unwrap();
+    /// let g = GemmShape { batch: 2, m: 3, n: 4, k: 5 };
+    /// let a = dev.zeros::<f64>(&[2 * 3 * 5]).unwrap();
+    /// let b = dev.zeros::<f64>(&[2 * 5 * 4]).unwrap();
+    /// let mut c = dev.zeros::<f64>(&[2 * 3 * 4]).unwrap();
+    /// dev.gemm_tensors(&g, 1.0, &a, &b, 0.0, &mut c).unwrap();
+    /// # }
+    /// ```
     pub fn gemm_tensors<T: Element>(
         &self,
         g: &super::contract::GemmShape,
@@ -833,6 +1075,16 @@ impl Device {
     }
 
     /// `einsum(spec, A, B)` into a new device tensor.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// let a = dev.upload(&ndarray::Array2::<f32>::ones((3, 4))).unwrap();
+    /// let b = dev.upload(&ndarray::Array2::<f32>::ones((4, 5))).unwrap();
+    /// assert_eq!(dev.contract("ij,jk->ik", &a, &b).unwrap().shape(), &[3, 5]);
+    /// # }
+    /// ```
     pub fn contract<T: Element>(
         &self,
         spec: &str,

@@ -40,6 +40,21 @@ extern "C" {
 /// # Safety
 /// `a`, `b` and `meta` must be valid for the ranges given, `b`'s range writable and not
 /// aliased, and `alpha` / `beta` must point at values of the kernel's element type.
+///
+/// ```
+/// # #[cfg(feature = "cuda-emu")] {
+/// let mut b = [0f32; 4];
+/// let p = b.as_mut_ptr();
+/// let meta = [0u8; 8];
+/// // SAFETY: the self-test kernel only touches `b` through the emulator's checks.
+/// let r = unsafe {
+///     ttgt::backend::cuda::emu::launch_raw("emu_selftest_divergent_barrier", [1, 1, 1], [64, 1, 1], 0,
+///         p.cast(), (p.cast(), p.add(4).cast()), p.cast(), (p.cast(), p.add(4).cast()),
+///         &meta, meta.as_ptr().cast(), meta.as_ptr().cast(), 0)
+/// };
+/// assert!(r.unwrap_err().to_string().contains("__syncthreads()"));
+/// # }
+/// ```
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn launch_raw(
     name: &str,

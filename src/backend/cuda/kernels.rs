@@ -9,6 +9,11 @@ use crate::tensor::DType;
 use super::ttlg::Schema;
 
 /// One kernel parameter as the launcher passes it.
+///
+/// ```
+/// use ttgt::backend::cuda::kernels::Param;
+/// assert_eq!(Param::Scalar(ttgt::DType::C64).size(), 16);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Param {
     /// A device pointer (8 bytes).
@@ -21,6 +26,10 @@ pub enum Param {
 
 impl Param {
     /// Size in bytes.
+    ///
+    /// ```
+    /// assert_eq!(ttgt::backend::cuda::kernels::Param::Ptr.size(), 8);
+    /// ```
     pub fn size(self) -> usize {
         match self {
             Param::Ptr => 8,
@@ -48,6 +57,11 @@ pub fn params(dtype: DType) -> [Param; 6] {
 }
 
 /// The `.cu` file of each schema (under `kernels/`).
+///
+/// ```
+/// use ttgt::backend::cuda::{kernels::source_file, ttlg::Schema};
+/// assert_eq!(source_file(Schema::FviMatchSmall), "ttlg_fs.cu");
+/// ```
 pub fn source_file(schema: Schema) -> &'static str {
     match schema {
         Schema::OrthogonalDistinct => "ttlg_od.cu",
@@ -82,6 +96,11 @@ pub fn all_kernels() -> Vec<(String, DType)> {
 }
 
 /// A parameter of a PTX `.entry`: its type (`u64`, `f32`, `b8`...), alignment and bytes.
+///
+/// ```
+/// let e = ttgt::backend::cuda::kernels::ptx_entries(".entry k(.param .f64 x)").unwrap();
+/// assert_eq!(e[0].1[0].size, 8);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PtxParam {
     /// PTX type name without the dot.
@@ -159,6 +178,12 @@ pub fn ptx_entries(ptx: &str) -> Result<Vec<(String, Vec<PtxParam>)>> {
 }
 
 /// Whether a PTX parameter is what the launcher passes for `p`.
+///
+/// ```
+/// use ttgt::backend::cuda::kernels::{param_matches, ptx_entries, Param};
+/// let e = ptx_entries(".entry k(.param .u64 p)").unwrap();
+/// assert!(param_matches(Param::Ptr, &e[0].1[0]));
+/// ```
 pub fn param_matches(p: Param, x: &PtxParam) -> bool {
     match p {
         Param::Ptr => x.ty == "u64" && x.size == 8,
@@ -207,6 +232,13 @@ pub fn check_signatures(schema: Schema, ptx: &str) -> Result<()> {
 }
 
 /// The embedded PTX of a schema (generated ahead by `.ci/cuda.sh`, see docs/CUDA.md).
+///
+/// ```
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::{kernels::ptx, ttlg::Schema};
+/// assert!(ptx(Schema::OrthogonalDistinct).contains(".entry ttgt_od_f32_i32_r2"));
+/// # }
+/// ```
 #[cfg(feature = "cuda")]
 pub fn ptx(schema: Schema) -> &'static str {
     match schema {

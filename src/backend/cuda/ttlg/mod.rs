@@ -50,6 +50,10 @@ pub enum Schema {
 
 impl Schema {
     /// All four, in a fixed order.
+    ///
+    /// ```
+    /// assert_eq!(ttgt::backend::cuda::ttlg::Schema::ALL.len(), 4);
+    /// ```
     pub const ALL: [Schema; 4] = [
         Schema::OrthogonalDistinct,
         Schema::OrthogonalArbitrary,
@@ -58,6 +62,10 @@ impl Schema {
     ];
 
     /// The two-letter name used in kernel names (`od`, `oa`, `fl`, `fs`).
+    ///
+    /// ```
+    /// assert_eq!(ttgt::backend::cuda::ttlg::Schema::OrthogonalArbitrary.short_name(), "oa");
+    /// ```
     pub fn short_name(self) -> &'static str {
         match self {
             Schema::OrthogonalDistinct => "od",
@@ -68,6 +76,11 @@ impl Schema {
     }
 
     /// Index in [`Schema::ALL`].
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::Schema;
+    /// assert!(Schema::ALL.iter().enumerate().all(|(i, s)| s.index() == i));
+    /// ```
     pub fn index(self) -> usize {
         match self {
             Schema::OrthogonalDistinct => 0,
@@ -127,6 +140,10 @@ pub struct DeviceProps {
 
 impl DeviceProps {
     /// A mid-size modern GPU (80 SMs, 900 GB/s copies); used when nothing is measured.
+    ///
+    /// ```
+    /// assert_eq!(ttgt::backend::cuda::ttlg::DeviceProps::nominal().sm_count, 80);
+    /// ```
     pub fn nominal() -> Self {
         DeviceProps {
             name: "nominal".into(),
@@ -139,6 +156,10 @@ impl DeviceProps {
 
     /// The CPU emulator: a small grid cap so that the kernels' slice loops are exercised and
     /// emulated launches stay cheap.
+    ///
+    /// ```
+    /// assert_eq!(ttgt::backend::cuda::ttlg::DeviceProps::emulator().max_grid, 3);
+    /// ```
     pub fn emulator() -> Self {
         DeviceProps {
             name: "cpu-emulator".into(),
@@ -158,4 +179,36 @@ pub(crate) fn dtype_of_width(bytes: usize) -> Option<DType> {
         16 => Some(DType::C64),
         _ => None,
     }
+}
+
+/// Predicted seconds of `B = alpha * perm(A) + beta * B` on a device with `props`, without
+/// data (the GPU counterpart of `ttgt::model::transpose_seconds`): the model's prediction
+/// for the launch the planner would choose.
+///
+/// ```
+/// use ttgt::backend::cuda::ttlg::{transpose_seconds, DeviceProps};
+/// use ttgt::{DType, Layout};
+/// let a = Layout::row_major(&[64, 48, 32]).unwrap();
+/// let b = Layout::row_major(&[32, 64, 48]).unwrap();
+/// let t = transpose_seconds(&[2, 0, 1], &a, &b, DType::F32, false, &DeviceProps::nominal()).unwrap();
+/// assert!(t > 0.0);
+/// ```
+pub fn transpose_seconds(
+    perm: &[usize],
+    a: &crate::Layout,
+    b: &crate::Layout,
+    dtype: DType,
+    beta_nonzero: bool,
+    props: &DeviceProps,
+) -> crate::Result<f64> {
+    let plan = TtlgPlan::new(
+        perm,
+        a,
+        b,
+        dtype,
+        !beta_nonzero,
+        props,
+        &TtlgOptions::default(),
+    )?;
+    Ok(plan.predicted_seconds)
 }

@@ -15,6 +15,10 @@ use super::{DeviceProps, Schema};
 
 /// Copy bandwidth (bytes/s, read + write) of the GPU the paper's coefficients were fitted on
 /// (Tesla K40c, ECC off; the paper's best transposes reach about 200 GB/s).
+///
+/// ```
+/// assert_eq!(ttgt::backend::cuda::ttlg::REFERENCE_BANDWIDTH, 180e9);
+/// ```
 pub const REFERENCE_BANDWIDTH: f64 = 180e9;
 
 /// Feature names per schema (the last one is the intercept).
@@ -98,12 +102,23 @@ pub struct GpuModel {
 
 impl GpuModel {
     /// Feature names of a schema's regression.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, GpuModel, Schema};
+    /// assert_eq!(GpuModel::feature_names(Schema::OrthogonalDistinct)[4], "cycles");
+    /// ```
     pub fn feature_names(schema: Schema) -> &'static [&'static str] {
         NAMES[schema.index()]
     }
 
     /// The paper's coefficients scaled by `REFERENCE_BANDWIDTH / props.copy_bandwidth`
     /// (the intercept, a launch overhead, is kept).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, GpuModel, Schema};
+    /// let slow = GpuModel::default_for(&DeviceProps { copy_bandwidth: 180e9, ..DeviceProps::nominal() });
+    /// assert_eq!(slow.coefficients[0][0], 1.278e-11);
+    /// ```
     pub fn default_for(props: &DeviceProps) -> Self {
         let s = REFERENCE_BANDWIDTH / props.copy_bandwidth.max(1.0);
         let coefficients = std::array::from_fn(|k| {
@@ -122,11 +137,25 @@ impl GpuModel {
     }
 
     /// The stored calibrated model of `props.name`, else the default.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, GpuModel, Schema};
+    /// let m = GpuModel::for_device(&DeviceProps::nominal());
+    /// assert_eq!(m.device, "nominal");
+    /// ```
     pub fn for_device(props: &DeviceProps) -> Self {
         GpuModel::load(&props.name).unwrap_or_else(|| GpuModel::default_for(props))
     }
 
     /// Predicted seconds: the regression, never below the time of a copy of the same bytes.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, GpuModel, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[512, 256]).unwrap(), ttgt::Layout::row_major(&[256, 512]).unwrap());
+    /// let p = TtlgPlan::new(&[1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// let m = GpuModel::default_for(&DeviceProps::nominal());
+    /// assert!(m.predict(&p.features) >= 2.0 * 512.0 * 256.0 * 4.0 / 900e9);
+    /// ```
     pub fn predict(&self, f: &Features) -> f64 {
         let c = &self.coefficients[f.schema.index()];
         let lin: f64 = c.iter().zip(&f.values).map(|(a, b)| a * b).sum();
@@ -134,6 +163,11 @@ impl GpuModel {
     }
 
     /// JSON text of the model.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, GpuModel, Schema};
+    /// assert!(GpuModel::default_for(&DeviceProps::nominal()).to_json().contains("\"od\""));
+    /// ```
     pub fn to_json(&self) -> String {
         let mut coef = serde_json::Map::new();
         for s in Schema::ALL {
@@ -149,6 +183,11 @@ impl GpuModel {
     }
 
     /// Parses [`GpuModel::to_json`]'s output.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, GpuModel, Schema};
+    /// assert!(GpuModel::from_json("{}").is_err());
+    /// ```
     pub fn from_json(text: &str) -> Result<Self> {
         let bad = |w: &str| Error::Unsupported(format!("GPU model file: {w}"));
         let v: Value = serde_json::from_str(text).map_err(|e| bad(&e.to_string()))?;
@@ -187,6 +226,12 @@ impl GpuModel {
     /// Where the model of `device` is stored: `$TTGT_GPU_MODEL_DIR/<device>.json`, else
     /// `$XDG_CACHE_HOME/ttgt/gpu/<device>.json`, else `$HOME/.cache/ttgt/gpu/<device>.json`
     /// (the device name with characters other than letters, digits, `-` and `_` replaced).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, GpuModel, Schema};
+    /// let p = GpuModel::path("NVIDIA H100 80GB HBM3");
+    /// assert!(p.map_or(true, |p| p.ends_with("NVIDIA_H100_80GB_HBM3.json")));
+    /// ```
     pub fn path(device: &str) -> Option<PathBuf> {
         let file: String = device
             .chars()
@@ -211,6 +256,15 @@ impl GpuModel {
     }
 
     /// Writes the model to [`GpuModel::path`].
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, GpuModel, Schema};
+    /// std::env::set_var("TTGT_GPU_MODEL_DIR", std::env::temp_dir().join("ttgt-doc-gpu"));
+    /// let mut m = GpuModel::default_for(&DeviceProps::nominal());
+    /// m.device = "doc-test-gpu".into();
+    /// let path = m.save().unwrap();
+    /// assert!(path.exists());
+    /// ```
     pub fn save(&self) -> Result<PathBuf> {
         let path = GpuModel::path(&self.device).ok_or_else(|| {
             Error::Unsupported("no cache directory (set TTGT_GPU_MODEL_DIR)".into())
@@ -224,12 +278,28 @@ impl GpuModel {
     }
 
     /// The stored model of `device`, if there is a valid one.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, GpuModel, Schema};
+    /// assert!(GpuModel::load("no such device, surely").is_none());
+    /// ```
     pub fn load(device: &str) -> Option<Self> {
         let text = std::fs::read_to_string(GpuModel::path(device)?).ok()?;
         GpuModel::from_json(&text).ok()
     }
 
     /// Fits the coefficients of `schema` to measured `(features, seconds)` samples.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, Features, GpuModel, Schema};
+    /// let mut m = GpuModel::default_for(&DeviceProps::nominal());
+    /// let s: Vec<(Features, f64)> = (1..20)
+    ///     .map(|i| (Features { schema: Schema::FviMatchLarge, values: vec![i as f64 * 1e6, (i % 7) as f64, 1.0], bytes: 0.0 },
+    ///               i as f64 * 1e-4 + 5e-6))
+    ///     .collect();
+    /// m.fit(Schema::FviMatchLarge, &s).unwrap();
+    /// assert!((m.coefficients[2][0] - 1e-10).abs() < 1e-13 && m.calibrated);
+    /// ```
     pub fn fit(&mut self, schema: Schema, samples: &[(Features, f64)]) -> Result<()> {
         let rows: Vec<Vec<f64>> = samples
             .iter()

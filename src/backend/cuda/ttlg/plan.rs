@@ -12,6 +12,10 @@ use super::slice::{
 use super::{DeviceProps, Schema};
 
 /// Most outer (slice-selecting) dims a kernel handles, including the two blocked-dim slots.
+///
+/// ```
+/// assert_eq!(ttgt::backend::cuda::ttlg::MAX_OUTER_DIMS, 8);
+/// ```
 pub const MAX_OUTER_DIMS: usize = 8;
 
 /// Rank buckets the kernels are compiled for.
@@ -154,6 +158,13 @@ impl TtlgPlan {
     /// Plans `B = perm(A)` (numpy meaning of `perm`) for elements of `dtype` on a device
     /// with `props`. `plain`: the plan will only run with alpha = 1 and beta = 0 (allows
     /// widening the element, OneFlow's movement size).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[40, 50]).unwrap(), ttgt::Layout::row_major(&[50, 40]).unwrap());
+    /// let p = TtlgPlan::new(&[1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// assert!(p.outer_rank <= 8);
+    /// ```
     pub fn new(
         perm: &[usize],
         a: &Layout,
@@ -273,11 +284,25 @@ impl TtlgPlan {
     }
 
     /// Whether there is nothing to launch (an empty tensor).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[40, 50]).unwrap(), ttgt::Layout::row_major(&[50, 40]).unwrap());
+    /// let p = TtlgPlan::new(&[1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// assert!(!p.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.problem.elements == 0
     }
 
     /// The meta table as the kernel reads it (little-endian `i32` or `i64`).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[40, 50]).unwrap(), ttgt::Layout::row_major(&[50, 40]).unwrap());
+    /// let p = TtlgPlan::new(&[1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// assert_eq!(p.meta_bytes().len(), 4 * p.meta.len());
+    /// ```
     pub fn meta_bytes(&self) -> Vec<u8> {
         if self.index64 {
             self.meta.iter().flat_map(|v| v.to_le_bytes()).collect()
@@ -290,6 +315,11 @@ impl TtlgPlan {
     }
 
     /// The kernel's `mode` argument for these scalars: 0 plain copy, 1 scaled, 2 with beta.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::TtlgPlan;
+    /// assert_eq!((TtlgPlan::mode(true, true), TtlgPlan::mode(false, true), TtlgPlan::mode(true, false)), (0, 1, 2));
+    /// ```
     pub fn mode(alpha_is_one: bool, beta_is_zero: bool) -> i32 {
         match (alpha_is_one, beta_is_zero) {
             (true, true) => 0,
@@ -299,6 +329,13 @@ impl TtlgPlan {
     }
 
     /// One line: schema, slices, blocking, launch and prediction.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[40, 50]).unwrap(), ttgt::Layout::row_major(&[50, 40]).unwrap());
+    /// let p = TtlgPlan::new(&[1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// assert!(p.describe().starts_with("orthogonal-distinct"));
+    /// ```
     pub fn describe(&self) -> String {
         let p = &self.problem;
         let side = |s: &super::slice::Side| {

@@ -41,6 +41,13 @@ impl GpuProblem {
     /// Normalizes `B = perm(A)`. `plain`: the execution is a plain copy (alpha = 1,
     /// beta = 0), which allows widening; `align`: the largest power of two (bytes, at most
     /// 16) dividing both data addresses.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::GpuProblem;
+    /// let (a, b) = (ttgt::Layout::row_major(&[6, 5, 4]).unwrap(), ttgt::Layout::row_major(&[5, 6, 4]).unwrap());
+    /// let p = GpuProblem::new(&[1, 0, 2], &a, &b, ttgt::DType::F64, false, 16).unwrap();
+    /// assert_eq!(p.elements, 120);
+    /// ```
     pub fn new(
         perm: &[usize],
         a: &Layout,
@@ -143,21 +150,49 @@ impl GpuProblem {
     }
 
     /// A's fastest dim.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::GpuProblem;
+    /// let (a, b) = (ttgt::Layout::row_major(&[6, 5, 4]).unwrap(), ttgt::Layout::row_major(&[5, 6, 4]).unwrap());
+    /// let p = GpuProblem::new(&[1, 0, 2], &a, &b, ttgt::DType::F64, false, 16).unwrap();
+    /// assert_eq!(p.dims[p.fvi_in()].n, 4);
+    /// ```
     pub fn fvi_in(&self) -> usize {
         self.in_order[0]
     }
 
     /// B's fastest dim.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::GpuProblem;
+    /// let (a, b) = (ttgt::Layout::row_major(&[6, 5, 4]).unwrap(), ttgt::Layout::row_major(&[5, 6, 4]).unwrap());
+    /// let p = GpuProblem::new(&[1, 0, 2], &a, &b, ttgt::DType::F64, false, 16).unwrap();
+    /// assert_eq!(p.fvi_out(), p.fvi_in());
+    /// ```
     pub fn fvi_out(&self) -> usize {
         self.out_order[0]
     }
 
     /// Whether A and B share their fastest dim.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::GpuProblem;
+    /// let (a, b) = (ttgt::Layout::row_major(&[6, 5, 4]).unwrap(), ttgt::Layout::row_major(&[5, 6, 4]).unwrap());
+    /// let p = GpuProblem::new(&[1, 0, 2], &a, &b, ttgt::DType::F64, false, 16).unwrap();
+    /// assert!(p.fvi_match());
+    /// ```
     pub fn fvi_match(&self) -> bool {
         self.fvi_in() == self.fvi_out()
     }
 
     /// Largest |offset| reachable in A and in B (kernel elements).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::GpuProblem;
+    /// let (a, b) = (ttgt::Layout::row_major(&[6, 5, 4]).unwrap(), ttgt::Layout::row_major(&[5, 6, 4]).unwrap());
+    /// let p = GpuProblem::new(&[1, 0, 2], &a, &b, ttgt::DType::F64, false, 16).unwrap();
+    /// assert_eq!(p.spans(), (119, 119));
+    /// ```
     pub fn spans(&self) -> (u64, u64) {
         let mut sa = 0u64;
         let mut sb = 0u64;

@@ -9,6 +9,14 @@ pub(crate) const WS: usize = 32;
 
 /// One side of a slice: dims (fastest first) and the extent used of the last one (the
 /// blocked dim; equal to its extent when not blocked).
+///
+/// ```
+/// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+/// let (a, b) = (ttgt::Layout::row_major(&[100, 7, 60]).unwrap(), ttgt::Layout::row_major(&[60, 7, 100]).unwrap());
+/// let p = TtlgPlan::new(&[2, 1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+/// let s = &p.slice.input;
+/// assert!(!s.dims.is_empty());
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Side {
     /// Indices into [`GpuProblem::dims`].
@@ -19,6 +27,14 @@ pub struct Side {
 
 impl Side {
     /// Extent used of each dim.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[100, 7, 60]).unwrap(), ttgt::Layout::row_major(&[60, 7, 100]).unwrap());
+    /// let p = TtlgPlan::new(&[2, 1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// let s = &p.slice.input;
+    /// assert_eq!(s.extents(&p.problem).len(), s.dims.len());
+    /// ```
     pub fn extents(&self, p: &GpuProblem) -> Vec<usize> {
         let k = self.dims.len();
         self.dims
@@ -29,22 +45,54 @@ impl Side {
     }
 
     /// Volume of a full slice side.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[100, 7, 60]).unwrap(), ttgt::Layout::row_major(&[60, 7, 100]).unwrap());
+    /// let p = TtlgPlan::new(&[2, 1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// let s = &p.slice.input;
+    /// assert!(s.volume(&p.problem) >= 32);
+    /// ```
     pub fn volume(&self, p: &GpuProblem) -> usize {
         self.extents(p).iter().product()
     }
 
     /// Product of the extents below the blocked dim.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[100, 7, 60]).unwrap(), ttgt::Layout::row_major(&[60, 7, 100]).unwrap());
+    /// let p = TtlgPlan::new(&[2, 1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// let s = &p.slice.input;
+    /// assert!(s.inner(&p.problem) <= s.volume(&p.problem));
+    /// ```
     pub fn inner(&self, p: &GpuProblem) -> usize {
         let e = self.extents(p);
         e[..e.len().saturating_sub(1)].iter().product()
     }
 
     /// Extent of the blocked dim (1 when the side is empty).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[100, 7, 60]).unwrap(), ttgt::Layout::row_major(&[60, 7, 100]).unwrap());
+    /// let p = TtlgPlan::new(&[2, 1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// let s = &p.slice.input;
+    /// assert!(s.blocked_extent(&p.problem) >= s.block_size());
+    /// ```
     pub fn blocked_extent(&self, p: &GpuProblem) -> usize {
         self.dims.last().map_or(1, |&d| p.dims[d].n)
     }
 
     /// Block size of the blocked dim (1 when the side is empty).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[100, 7, 60]).unwrap(), ttgt::Layout::row_major(&[60, 7, 100]).unwrap());
+    /// let p = TtlgPlan::new(&[2, 1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// let s = &p.slice.input;
+    /// assert!(s.block_size() >= 1);
+    /// ```
     pub fn block_size(&self) -> usize {
         if self.dims.is_empty() {
             1
@@ -54,6 +102,14 @@ impl Side {
     }
 
     /// Whether the last dim is cut into blocks.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[100, 7, 60]).unwrap(), ttgt::Layout::row_major(&[60, 7, 100]).unwrap());
+    /// let p = TtlgPlan::new(&[2, 1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// let s = &p.slice.input;
+    /// assert_eq!(s.is_blocked(&p.problem), s.block < s.blocked_extent(&p.problem));
+    /// ```
     pub fn is_blocked(&self, p: &GpuProblem) -> bool {
         !self.dims.is_empty() && self.block < self.blocked_extent(p)
     }
@@ -69,6 +125,14 @@ impl Side {
 ///   block row.
 /// * FVI-Match-Small: `input` = A's second dim blocked by `b`, `output` = B's second dim
 ///   blocked by `b`; the shared fastest dim is whole.
+///
+/// ```
+/// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+/// let (a, b) = (ttgt::Layout::row_major(&[100, 7, 60]).unwrap(), ttgt::Layout::row_major(&[60, 7, 100]).unwrap());
+/// let p = TtlgPlan::new(&[2, 1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+/// let s = &p.slice.input;
+/// assert_eq!(p.slice.schema, p.schema);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Slice {
     /// The schema.
@@ -83,6 +147,14 @@ pub struct Slice {
 
 impl Slice {
     /// Dims moved inside a slice (not selected by the block number).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[100, 7, 60]).unwrap(), ttgt::Layout::row_major(&[60, 7, 100]).unwrap());
+    /// let p = TtlgPlan::new(&[2, 1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// let s = &p.slice.input;
+    /// assert!(p.slice.slice_dims(&p.problem).len() >= 2);
+    /// ```
     pub fn slice_dims(&self, p: &GpuProblem) -> Vec<usize> {
         let mut v: Vec<usize> = match self.schema {
             Schema::FviMatchSmall => vec![p.fvi_in()],

@@ -1,7 +1,8 @@
 //! TTGT on the GPU: a two-operand contraction becomes (optional) TTLG transposes of A and B
 //! into packed `batch x M x K` and `batch x K x N` buffers, one strided-batched GEMM into a
 //! packed `batch x M x N` result, and (optional) a TTLG transpose of that result into C with
-//! beta. The plan is cudarc-free: the device layer runs it with cuBLAS, the emulator with
+//! beta. The order of the indices inside each group (C's, A's or B's) is chosen by the TTLG
+//! model: the combination with the least predicted transpose time. The plan is cudarc-free: the device layer runs it with cuBLAS, the emulator with
 //! a CPU stand-in for the GEMM, from the same [`GpuContractionPlan`].
 
 use crate::einsum::{parse, IndexKind, Label};
@@ -167,19 +168,74 @@ impl GpuContractionPlan {
                 .filter(|&l| con.kind(l) == Some(k))
                 .collect()
         };
-        let (batch, m, n, k) = (
-            of(cl, IndexKind::Batch),
-            of(cl, IndexKind::FreeA),
-            of(cl, IndexKind::FreeB),
-            of(al, IndexKind::Contracted),
+        // Candidate orders of each group: C's or an operand's (TTGT's freedom); every
+        // combination is ranked by the TTLG model's predicted transpose time (the GEMM is
+        // the same for all), ties going to the earlier (C-ordered) candidate.
+        // (An operand without the group's indices yields an empty, incomplete candidate.)
+        let orders = |cands: [Vec<Label>; 3]| -> Vec<Vec<Label>> {
+            let full = cands.iter().map(Vec::len).max().unwrap_or(0);
+            let mut v: Vec<Vec<Label>> = Vec::new();
+            for c in cands {
+                if c.len() == full && !v.contains(&c) {
+                    v.push(c);
+                }
+            }
+            v
+        };
+        let kinds = |k: IndexKind| [of(cl, k), of(al, k), of(bl, k)];
+        let (batches, ms, ns, ks) = (
+            orders(kinds(IndexKind::Batch)),
+            orders(kinds(IndexKind::FreeA)),
+            orders(kinds(IndexKind::FreeB)),
+            orders([
+                of(al, IndexKind::Contracted),
+                of(bl, IndexKind::Contracted),
+                vec![],
+            ]),
         );
-        let cat = |x: &[&[Label]]| -> Vec<Label> { x.concat() };
-        let pa = cat(&[&batch, &m, &k]);
-        let pb = cat(&[&batch, &k, &n]);
-        let pc = cat(&[&batch, &m, &n]);
         let (b_, m_, n_, k_) = con.gemm_shape();
         let c_shape = bound.output_shape();
-        let pc_shape: Vec<usize> = pc.iter().map(|&l| bound.extent(l)).collect();
+        let mut memo: std::collections::HashMap<(Vec<Label>, Vec<Label>, bool), Option<PackStep>> =
+            std::collections::HashMap::new();
+        let mut step_of = |src: &[Label],
+                           dst: &[Label],
+                           shape: &[usize],
+                           plain: bool|
+         -> Result<Option<PackStep>> {
+            let key = (src.to_vec(), dst.to_vec(), plain);
+            if let Some(s) = memo.get(&key) {
+                return Ok(s.clone());
+            }
+            let s = step(src, dst, shape, dtype, plain, props)?;
+            memo.insert(key, s.clone());
+            Ok(s)
+        };
+        let cost = |s: &Option<PackStep>| s.as_ref().map_or(0.0, |s| s.plan.predicted_seconds);
+        let mut best: Option<(f64, [Option<PackStep>; 3])> = None;
+        for batch in &batches {
+            for m in &ms {
+                for n in &ns {
+                    for k in &ks {
+                        let pa: Vec<Label> = [&batch[..], m, k].concat();
+                        let pb: Vec<Label> = [&batch[..], k, n].concat();
+                        let pc: Vec<Label> = [&batch[..], m, n].concat();
+                        let pc_shape: Vec<usize> = pc.iter().map(|&l| bound.extent(l)).collect();
+                        let sa = step_of(al, &pa, a_shape, true)?;
+                        let sb = step_of(bl, &pb, b_shape, true)?;
+                        let sc = step_of(&pc, cl, &pc_shape, beta_zero)?;
+                        let t = cost(&sa) + cost(&sb) + cost(&sc);
+                        if best.as_ref().is_none_or(|(bt, _)| t < *bt) {
+                            best = Some((t, [sa, sb, sc]));
+                        }
+                    }
+                }
+            }
+        }
+        let Some((_, [pack_a, pack_b, unpack_c])) = best else {
+            return Err(Error::Unsupported(format!(
+                "GPU contraction {spec:?}: no matricization"
+            )));
+        };
         Ok(GpuContractionPlan {
             spec: spec.to_string(),
             dtype,
@@ -189,9 +245,9 @@ impl GpuContractionPlan {
                 n: n_,
                 k: k_,
             },
-            pack_a: step(al, &pa, a_shape, dtype, true, props)?,
-            pack_b: step(bl, &pb, b_shape, dtype, true, props)?,
-            unpack_c: step(&pc, cl, &pc_shape, dtype, beta_zero, props)?,
+            pack_a,
+            pack_b,
+            unpack_c,
             shapes: [a_shape.to_vec(), b_shape.to_vec(), c_shape],
         })
     }
@@ -202,7 +258,7 @@ impl GpuContractionPlan {
     /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
     /// let p = GpuContractionPlan::new("abc,cd->dba", &[4, 5, 6], &[6, 7], ttgt::DType::F32, true,
     ///                                 &DeviceProps::nominal()).unwrap();
-    /// assert_eq!(p.workspace_elements(), [120, 0, 140]);
+    /// assert_eq!(p.workspace_elements(), [0, 0, 140]); // M in A's order: A stays, C is transposed
     /// ```
     pub fn workspace_elements(&self) -> [usize; 3] {
         let g = &self.gemm;

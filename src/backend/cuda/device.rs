@@ -18,6 +18,7 @@ use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Element, Layout};
 
+use super::contract::GpuContractionPlan;
 use super::kernels;
 use super::ttlg::{DeviceProps, GpuModel, Schema, TtlgOptions, TtlgPlan};
 
@@ -221,6 +222,7 @@ impl Drop for Workspace<'_> {
 }
 
 type PlanKey = (Vec<usize>, Layout, Layout, DType, bool);
+type ContractionKey = (String, Vec<usize>, Vec<usize>, DType, bool);
 
 struct CachedPlan {
     plan: TtlgPlan,
@@ -245,6 +247,7 @@ pub struct Device {
     functions: Mutex<HashMap<String, CudaFunction>>,
     pool: Mutex<HashMap<usize, Vec<CudaSlice<u8>>>>,
     plans: Mutex<HashMap<PlanKey, Arc<CachedPlan>>>,
+    contractions: Mutex<HashMap<ContractionKey, Arc<GpuContractionPlan>>>,
     blas: Mutex<Option<Arc<CudaBlas>>>,
 }
 
@@ -302,6 +305,7 @@ impl Device {
             functions: Mutex::new(HashMap::new()),
             pool: Mutex::new(HashMap::new()),
             plans: Mutex::new(HashMap::new()),
+            contractions: Mutex::new(HashMap::new()),
             blas: Mutex::new(None),
         })
     }
@@ -345,9 +349,7 @@ impl Device {
     pub fn set_model(&mut self, model: GpuModel) {
         self.props.copy_bandwidth = model.copy_bandwidth;
         self.model = model;
-        if let Ok(mut p) = self.plans.lock() {
-            p.clear();
-        }
+        self.clear_plan_cache();
     }
 
     /// A new stream of this device's context (for [`Device::set_stream`]).
@@ -894,14 +896,31 @@ impl Device {
         beta: T,
         c: &mut DeviceTensor<T>,
     ) -> Result<()> {
-        let plan = super::contract::GpuContractionPlan::new(
-            spec,
-            a.shape(),
-            b.shape(),
+        let key = (
+            spec.to_string(),
+            a.shape().to_vec(),
+            b.shape().to_vec(),
             T::DTYPE,
             beta.is_exact_zero(),
-            &self.props,
-        )?;
+        );
+        let cached = lock(&self.contractions, "contraction plan cache")?
+            .get(&key)
+            .cloned();
+        let plan = match cached {
+            Some(p) => p,
+            None => {
+                let p = Arc::new(GpuContractionPlan::new(
+                    spec,
+                    a.shape(),
+                    b.shape(),
+                    T::DTYPE,
+                    beta.is_exact_zero(),
+                    &self.props,
+                )?);
+                lock(&self.contractions, "contraction plan cache")?.insert(key, p.clone());
+                p
+            }
+        };
         if c.shape() != plan.shapes[2].as_slice() {
             return Err(Error::OutputShape {
                 spec: spec.to_string(),
@@ -989,6 +1008,9 @@ impl Device {
     pub fn clear_plan_cache(&self) {
         if let Ok(mut p) = self.plans.lock() {
             p.clear();
+        }
+        if let Ok(mut c) = self.contractions.lock() {
+            c.clear();
         }
     }
 

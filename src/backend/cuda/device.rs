@@ -282,12 +282,25 @@ impl Device {
         use cudarc::driver::sys::CUdevice_attribute as A;
         let sm = attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32;
         let shared = attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?.max(0) as usize;
+        // Uncalibrated copy bandwidth: 85% of the DRAM peak (2 transfers per memory clock
+        // over the bus width), the usual reach of a device-to-device copy.
+        let clock_khz = attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)
+            .unwrap_or(0)
+            .max(0) as f64;
+        let bus_bits = attr(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)
+            .unwrap_or(0)
+            .max(0) as f64;
+        let peak = 2.0 * clock_khz * 1e3 * bus_bits / 8.0;
         let mut props = DeviceProps {
             name,
             sm_count: sm,
             max_shared_bytes: shared.min(48 * 1024),
             max_grid: sm * 32,
-            copy_bandwidth: DeviceProps::nominal().copy_bandwidth,
+            copy_bandwidth: if peak > 0.0 {
+                0.85 * peak
+            } else {
+                DeviceProps::nominal().copy_bandwidth
+            },
         };
         let model = match GpuModel::load(&props.name) {
             Some(m) => {

@@ -32,6 +32,18 @@ fn run<T: Element>(
     alpha: T,
     beta: T,
 ) -> Result<Option<Schema>, String> {
+    run_with(perm, a, schema, plain, alpha, beta, false)
+}
+
+fn run_with<T: Element>(
+    perm: &[usize],
+    a: &ArrayD<T>,
+    schema: Option<Schema>,
+    plain: bool,
+    alpha: T,
+    beta: T,
+    index64: bool,
+) -> Result<Option<Schema>, String> {
     let bshape = permuted_shape(a.shape(), perm);
     let b0: ArrayD<T> = data(&bshape, 7);
     let mut want = b0.clone();
@@ -48,6 +60,7 @@ fn run<T: Element>(
     let mut vb = StridedViewMut::of(&mut got).unwrap();
     let opts = TtlgOptions {
         schema,
+        force_index64: index64,
         ..TtlgOptions::default()
     };
     let plan = match TtlgPlan::new(
@@ -439,4 +452,50 @@ fn ttgt_contractions_emulated_with_cpu_gemm() {
         e.to_string().contains("not supported on the GPU path"),
         "{e}"
     );
+}
+
+#[test]
+fn index64_kernels_and_all_rank_buckets() {
+    let mut failures = Vec::new();
+    let mut kernels = std::collections::BTreeSet::new();
+    for (sizes, step) in [
+        (&[3usize, 2, 5, 2, 3, 2][..], 11),
+        (&[5, 7, 3][..], 1),
+        (&[33, 4][..], 1),
+    ] {
+        let a: ArrayD<Complex32> = data(sizes, 9);
+        for (i, perm) in all_perms(sizes.len()).into_iter().enumerate() {
+            if i % step != 0 {
+                continue;
+            }
+            for forced in FORCED {
+                for wide in [false, true] {
+                    match run_with(
+                        &perm,
+                        &a,
+                        forced,
+                        false,
+                        Complex32::new(2.0, -1.0),
+                        Complex32::new(0.5, 0.5),
+                        wide,
+                    ) {
+                        Ok(Some(s)) => {
+                            kernels.insert(format!("{}-{}", s.short_name(), wide));
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            failures.push(format!("{sizes:?} {perm:?} {forced:?} i64={wide}: {e}"))
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures, first: {:#?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    assert_eq!(kernels.len(), 8, "{kernels:?}");
 }

@@ -40,6 +40,8 @@ pub struct TtlgOptions {
     /// Largest power of two (bytes, at most 16) dividing both data addresses; executors set
     /// it from the actual pointers. Widening needs it.
     pub align: usize,
+    /// Use 64-bit index arithmetic even when 32 bits would do (tests of the i64 kernels).
+    pub force_index64: bool,
 }
 
 impl Default for TtlgOptions {
@@ -48,6 +50,7 @@ impl Default for TtlgOptions {
             schema: None,
             model: None,
             align: 16,
+            force_index64: false,
         }
     }
 }
@@ -256,7 +259,7 @@ impl TtlgPlan {
             .max(nslices as u64 + (props.max_grid as u64) * 8)
             .max(meta.len() as u64)
             .max(problem.elements as u64);
-        let index64 = bound >= (1u64 << 31) - (1u64 << 24);
+        let index64 = opts.force_index64 || bound >= (1u64 << 31) - (1u64 << 24);
         let kernel = format!(
             "ttgt_{}_{}_{}_r{}",
             schema.short_name(),

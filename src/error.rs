@@ -184,4 +184,8 @@ pub enum Error {
     /// An operation that is valid einsum but not supported by the called entry point.
     #[error("{0}")]
     Unsupported(String),
+    /// A GPU failure: no CUDA driver or device, out of device memory, a failed kernel launch
+    /// or cuBLAS call (CUDA backend).
+    #[error("GPU: {0}")]
+    Gpu(String),
 }

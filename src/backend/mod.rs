@@ -1,3 +1,5 @@
-//! Backends that execute plans. Only the CPU backend exists so far.
+//! Backends that execute plans: the CPU backend, and the CUDA backend (planning always
+//! built; the device layer behind feature `cuda`, the CPU emulator behind `cuda-emu`).
 
 pub mod cpu;
+pub mod cuda;

@@ -18,6 +18,8 @@ mod bench;
 mod bench_contract;
 #[path = "ttgt/check.rs"]
 mod check;
+#[path = "ttgt/cuda.rs"]
+mod cuda;
 #[path = "ttgt/error.rs"]
 mod error;
 #[path = "ttgt/file_mode.rs"]

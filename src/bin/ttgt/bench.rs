@@ -181,6 +181,9 @@ pub struct TransposeArgs {
     /// One JSON object per case and one summary object, one per line.
     #[arg(long)]
     pub json: bool,
+    /// Backend: cpu or cuda (a device-to-device copy is the reference).
+    #[arg(long, value_name = "BACKEND", default_value = "cpu")]
+    pub backend: String,
 }
 
 fn cases(a: &TransposeArgs) -> CliResult<Vec<TransposeCase>> {
@@ -213,7 +216,7 @@ fn cases(a: &TransposeArgs) -> CliResult<Vec<TransposeCase>> {
     Ok(list)
 }
 
-fn line(r: &TransposeResult) -> String {
+pub(crate) fn line(r: &TransposeResult) -> String {
     format!(
         "{:<10} {:>14} {:>26} {:>9.3} ms {:>7.2} GB/s  copy {:>6.2} GB/s  ratio {:>5.2}  model {:>8.3} ms  {}",
         r.case,
@@ -228,7 +231,7 @@ fn line(r: &TransposeResult) -> String {
     )
 }
 
-fn record(r: &TransposeResult) -> serde_json::Value {
+pub(crate) fn record(r: &TransposeResult) -> serde_json::Value {
     json!({
         "case": r.case, "perm": r.perm, "sizes": r.sizes, "dtype": r.dtype.name(),
         "seconds": r.seconds, "gbps": r.gbps, "copy_gbps": r.copy_gbps, "ratio": r.ratio,
@@ -265,6 +268,9 @@ impl Stats {
 /// Runs `ttgt bench transpose`.
 pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
     let dtype: DType = a.dtype.parse().map_err(CliError::new)?;
+    if crate::cuda::is_cuda(&a.backend)? {
+        return crate::cuda::bench_transpose(&cases(a)?, dtype, a.repeat, a.beta, a.json);
+    }
     let threads = a.threads.unwrap_or_else(rayon::current_num_threads);
     if threads == 0 {
         return Err(CliError::new("--threads must be at least 1"));
@@ -348,10 +354,16 @@ pub struct CalibrateArgs {
     /// Print the profile without storing it.
     #[arg(long)]
     pub dry_run: bool,
+    /// Backend: cpu, or cuda (fits the GPU transpose model, stored per device name).
+    #[arg(long, value_name = "BACKEND", default_value = "cpu")]
+    pub backend: String,
 }
 
 /// Runs `ttgt calibrate`.
 pub fn calibrate(a: &CalibrateArgs) -> CliResult<()> {
+    if crate::cuda::is_cuda(&a.backend)? {
+        return crate::cuda::calibrate(a.mib, a.dry_run);
+    }
     let threads = a.threads.unwrap_or_else(rayon::current_num_threads).max(1);
     let mut p = ttgt::model::calibrate(a.mib.max(1) << 20, threads)?;
     if !a.no_gemm {

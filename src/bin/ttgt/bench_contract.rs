@@ -48,6 +48,10 @@ pub struct ContractBenchArgs {
     /// One JSON object per case and one summary object, one per line.
     #[arg(long)]
     pub json: bool,
+    /// cpu, or cuda (the GPU contraction beside a cuBLAS GEMM; needs the `cuda` feature and a
+    /// device).
+    #[arg(long, value_name = "BACKEND", default_value = "cpu")]
+    pub backend: String,
 }
 
 fn record(r: &ContractResult) -> serde_json::Value {
@@ -88,6 +92,23 @@ fn line(r: &ContractResult) -> String {
 
 /// Runs `ttgt bench contract`.
 pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
+    match a.backend.as_str() {
+        "cpu" => {}
+        "cuda" => {
+            return crate::cuda::bench_contract(&crate::cuda::ContractBenchArgs {
+                backend: a.backend.clone(),
+                dtype: a.dtype.clone(),
+                repeat: a.repeat,
+                only: a.only.clone(),
+                json: a.json,
+            })
+        }
+        other => {
+            return Err(CliError::new(format!(
+                "--backend takes cpu or cuda, got {other:?}"
+            )))
+        }
+    }
     let dtype: DType = a.dtype.parse().map_err(CliError::new)?;
     let threads = match a.threads {
         Some(0) => return Err(CliError::new("--threads must be at least 1")),

@@ -1,0 +1,48 @@
+//! Build script. Only with feature `cuda-emu`: compiles the CUDA kernels of `kernels/` as
+//! C++ together with the CPU emulator (`kernels/emu/`), for tests that run the GPU kernels
+//! without a GPU. The default build needs no C++ compiler.
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    #[cfg(feature = "cuda-emu")]
+    emu::build();
+}
+
+#[cfg(feature = "cuda-emu")]
+mod emu {
+    use std::path::PathBuf;
+
+    const KERNELS: [&str; 4] = ["ttlg_od", "ttlg_oa", "ttlg_fl", "ttlg_fs"];
+
+    pub fn build() {
+        let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
+        let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
+        let kdir = root.join("kernels");
+        for f in ["ttgt_common.cuh", "emu/cuda_emu.h", "emu/cuda_emu.cpp"] {
+            println!("cargo:rerun-if-changed={}", kdir.join(f).display());
+        }
+        let mut b = cc::Build::new();
+        b.cpp(true)
+            .std("c++17")
+            .define("TTGT_EMU", None)
+            .include(&kdir)
+            .flag_if_supported("-Wno-unused-parameter")
+            .flag_if_supported("-Wno-unknown-pragmas")
+            .file(kdir.join("emu/cuda_emu.cpp"));
+        for k in KERNELS {
+            let cu = kdir.join(format!("{k}.cu"));
+            println!("cargo:rerun-if-changed={}", cu.display());
+            // The .cu sources are included from .cpp wrappers so that the C++ compiler
+            // treats them as C++.
+            let wrapper = out.join(format!("emu_{k}.cpp"));
+            let text = format!("#include \"{}\"\n", cu.display());
+            if std::fs::read_to_string(&wrapper).ok().as_deref() != Some(text.as_str()) {
+                if let Err(e) = std::fs::write(&wrapper, text) {
+                    panic!("writing {}: {e}", wrapper.display());
+                }
+            }
+            b.file(wrapper);
+        }
+        b.compile("ttgt_cuda_emu");
+    }
+}

@@ -1,0 +1,295 @@
+//! GPU benchmarks and calibration (feature `cuda`): each measurement beside a reference
+//! measured in the same run (a device-to-device copy of the same bytes for transposes, a
+//! cuBLAS GEMM of the same m, n, k for contractions), single-use (plan included) and
+//! repeated-use times as TTLG reports them.
+
+use std::time::Instant;
+
+use ndarray::{ArrayD, IxDyn};
+use num_complex::{Complex32, Complex64};
+
+use crate::bench::{TransposeCase, TransposeResult};
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Element, Layout};
+
+use super::contract::GpuContractionPlan;
+use super::device::Device;
+use super::ttlg::{Features, GpuModel, Schema, TtlgOptions, TtlgPlan};
+
+fn timed(dev: &Device, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    dev.synchronize()?;
+    let t = Instant::now();
+    f()?;
+    dev.synchronize()?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+fn best(dev: &Device, repeat: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    let mut b = f64::INFINITY;
+    for _ in 0..repeat.max(1) {
+        b = b.min(timed(dev, &mut f)?);
+    }
+    Ok(b)
+}
+
+/// Seconds of the best of `repeat` device-to-device copies of `bytes` bytes.
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::{bench, device::Device};
+/// let dev = Device::new(0).unwrap();
+/// let t = bench::copy_seconds(&dev, 64 << 20, 3).unwrap();
+/// println!("{:.1} GB/s", 2.0 * (64 << 20) as f64 / t / 1e9);
+/// # }
+/// ```
+pub fn copy_seconds(dev: &Device, bytes: usize, repeat: usize) -> Result<f64> {
+    let src = dev.zeros::<f32>(&[bytes.div_ceil(4)])?;
+    let mut dst = dev.zeros::<f32>(&[bytes.div_ceil(4)])?;
+    best(dev, repeat, || dev.copy_into(&src, &mut dst))
+}
+
+fn transpose_typed<T: Element>(
+    dev: &Device,
+    case: &TransposeCase,
+    repeat: usize,
+    beta: f64,
+) -> Result<TransposeResult> {
+    let a = ArrayD::<T>::from_elem(IxDyn(&case.sizes), T::one());
+    let da = dev.upload(&a)?;
+    let bshape: Vec<usize> = case.perm.iter().map(|&p| case.sizes[p]).collect();
+    let mut db = dev.zeros::<T>(&bshape)?;
+    let beta = T::from_f64(beta);
+    dev.clear_plan_cache();
+    let t0 = Instant::now();
+    let plan = dev.transpose_plan(
+        &case.perm,
+        da.layout(),
+        db.layout(),
+        T::DTYPE,
+        beta.is_exact_zero(),
+    )?;
+    let plan_seconds = t0.elapsed().as_secs_f64();
+    dev.clear_plan_cache();
+    let single = timed(dev, || {
+        dev.permute_into(&case.perm, T::one(), &da, beta, &mut db)
+    })?;
+    let seconds = best(dev, repeat, || {
+        dev.permute_into(&case.perm, T::one(), &da, beta, &mut db)
+    })?;
+    let bytes = a.len() * T::DTYPE.size_bytes();
+    let moved = if beta.is_exact_zero() {
+        2 * bytes
+    } else {
+        3 * bytes
+    };
+    let copy = copy_seconds(dev, bytes, repeat)?;
+    let gbps = moved as f64 / seconds / 1e9;
+    let copy_gbps = 2.0 * bytes as f64 / copy / 1e9;
+    Ok(TransposeResult {
+        case: case.name.clone(),
+        perm: case.perm.clone(),
+        sizes: case.sizes.clone(),
+        dtype: T::DTYPE,
+        seconds,
+        single_use_seconds: single,
+        plan_seconds,
+        gbps,
+        copy_gbps,
+        ratio: gbps / copy_gbps,
+        predicted_seconds: plan.predicted_seconds,
+        threads: dev.props().sm_count as usize,
+        plan: plan.describe(),
+        fused_rank: plan.problem.dims.len(),
+    })
+}
+
+/// One transposition case on the device (same result type and JSON keys as the CPU bench;
+/// `threads` holds the SM count).
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::{bench, device::Device};
+/// let dev = Device::new(0).unwrap();
+/// let case = &ttgt::bench::all_perms(6, 16)[5];
+/// let r = bench::bench_transpose(&dev, case, ttgt::DType::F32, 5, 0.0).unwrap();
+/// println!("{} GB/s, {:.2} of copy", r.gbps, r.ratio);
+/// # }
+/// ```
+pub fn bench_transpose(
+    dev: &Device,
+    case: &TransposeCase,
+    dtype: DType,
+    repeat: usize,
+    beta: f64,
+) -> Result<TransposeResult> {
+    match dtype {
+        DType::F32 => transpose_typed::<f32>(dev, case, repeat, beta),
+        DType::F64 => transpose_typed::<f64>(dev, case, repeat, beta),
+        DType::C32 => transpose_typed::<Complex32>(dev, case, repeat, beta),
+        DType::C64 => transpose_typed::<Complex64>(dev, case, repeat, beta),
+    }
+}
+
+/// One contraction on the device beside a cuBLAS GEMM of the same shape.
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::{bench, device::Device};
+/// let dev = Device::new(0).unwrap();
+/// let r = bench::bench_contract(&dev, "ij,jk->ik", &[2048, 2048], &[2048, 2048], ttgt::DType::F32, 3).unwrap();
+/// println!("{:.0} GFLOP/s ({:.2} of cuBLAS)", r.gflops, r.ratio);
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct ContractResult {
+    /// The spec.
+    pub spec: String,
+    /// Operand extents.
+    pub shapes: [Vec<usize>; 2],
+    /// Element type.
+    pub dtype: DType,
+    /// Best repeated-use time (plans cached).
+    pub seconds: f64,
+    /// First call with empty caches (planning included).
+    pub single_use_seconds: f64,
+    /// GFLOP/s of the contraction.
+    pub gflops: f64,
+    /// GFLOP/s of a plain cuBLAS GEMM of the same (batch, m, n, k) in the same run.
+    pub gemm_gflops: f64,
+    /// gflops / gemm_gflops.
+    pub ratio: f64,
+    /// The plan, described.
+    pub plan: String,
+}
+
+fn contract_typed<T: Element>(
+    dev: &Device,
+    spec: &str,
+    sa: &[usize],
+    sb: &[usize],
+    repeat: usize,
+) -> Result<ContractResult> {
+    let plan = GpuContractionPlan::new(spec, sa, sb, T::DTYPE, true, dev.props())?;
+    let a = dev.upload(&ArrayD::<T>::from_elem(IxDyn(sa), T::one()))?;
+    let b = dev.upload(&ArrayD::<T>::from_elem(IxDyn(sb), T::one()))?;
+    let mut c = dev.zeros::<T>(&plan.shapes[2])?;
+    dev.clear_plan_cache();
+    let single = timed(dev, || {
+        dev.contract_into(spec, T::one(), &a, &b, T::zero(), &mut c)
+    })?;
+    let seconds = best(dev, repeat, || {
+        dev.contract_into(spec, T::one(), &a, &b, T::zero(), &mut c)
+    })?;
+    let g = plan.gemm;
+    let ga = dev.zeros::<T>(&[g.batch * g.m * g.k])?;
+    let gb = dev.zeros::<T>(&[g.batch * g.k * g.n])?;
+    let mut gc = dev.zeros::<T>(&[g.batch * g.m * g.n])?;
+    let gemm = best(dev, repeat, || {
+        dev.gemm_tensors(&g, T::one(), &ga, &gb, T::zero(), &mut gc)
+    })?;
+    let flops = g.flops() * if T::DTYPE.is_complex() { 4.0 } else { 1.0 };
+    let (gflops, gemm_gflops) = (flops / seconds / 1e9, flops / gemm / 1e9);
+    Ok(ContractResult {
+        spec: spec.to_string(),
+        shapes: [sa.to_vec(), sb.to_vec()],
+        dtype: T::DTYPE,
+        seconds,
+        single_use_seconds: single,
+        gflops,
+        gemm_gflops,
+        ratio: gflops / gemm_gflops,
+        plan: plan.describe(),
+    })
+}
+
+/// One contraction on the device.
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::{bench, device::Device};
+/// let dev = Device::new(0).unwrap();
+/// let r = bench::bench_contract(&dev, "abc,cd->abd", &[64, 64, 64], &[64, 64], ttgt::DType::F64, 3).unwrap();
+/// println!("{}", r.plan);
+/// # }
+/// ```
+pub fn bench_contract(
+    dev: &Device,
+    spec: &str,
+    sa: &[usize],
+    sb: &[usize],
+    dtype: DType,
+    repeat: usize,
+) -> Result<ContractResult> {
+    match dtype {
+        DType::F32 => contract_typed::<f32>(dev, spec, sa, sb, repeat),
+        DType::F64 => contract_typed::<f64>(dev, spec, sa, sb, repeat),
+        DType::C32 => contract_typed::<Complex32>(dev, spec, sa, sb, repeat),
+        DType::C64 => contract_typed::<Complex64>(dev, spec, sa, sb, repeat),
+    }
+}
+
+/// `ttgt calibrate --backend cuda`: measures the copy bandwidth, then a training set
+/// (scaled TTC cases and permutations of a rank-5 tensor, every applicable schema forced
+/// with every candidate slice the planner would rank), fits each kernel's regression by
+/// least squares and returns the model (the caller stores it under the device's name).
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::{bench, device::Device};
+/// let dev = Device::new(0).unwrap();
+/// let model = bench::calibrate(&dev, 64).unwrap();
+/// model.save().unwrap();
+/// # }
+/// ```
+pub fn calibrate(dev: &Device, mib: usize) -> Result<GpuModel> {
+    let bytes = mib.max(1) << 20;
+    let copy = copy_seconds(dev, bytes, 5)?;
+    let mut props = dev.props().clone();
+    props.copy_bandwidth = 2.0 * bytes as f64 / copy;
+    let mut model = GpuModel::default_for(&props);
+    let mut cases = crate::bench::parse_ttc(crate::bench::TTC_TSV)?;
+    cases.extend(crate::bench::all_perms(5, 15).into_iter().step_by(7));
+    let mut samples: Vec<(Features, f64)> = Vec::new();
+    for case in &cases {
+        let n: f64 = case.sizes.iter().map(|&s| s as f64).product();
+        let f = (n * 4.0 / bytes as f64)
+            .powf(1.0 / case.sizes.len() as f64)
+            .max(1.0);
+        let sizes: Vec<usize> = case
+            .sizes
+            .iter()
+            .map(|&s| ((s as f64 / f) as usize).max(1))
+            .collect();
+        let a = dev.upload(&ArrayD::<f32>::zeros(IxDyn(&sizes)))?;
+        let bshape: Vec<usize> = case.perm.iter().map(|&p| sizes[p]).collect();
+        let mut b = dev.zeros::<f32>(&bshape)?;
+        for schema in Schema::ALL {
+            let opts = TtlgOptions {
+                schema: Some(schema),
+                model: Some(model.clone()),
+                ..TtlgOptions::default()
+            };
+            let la = Layout::row_major(&sizes)?;
+            let lb = Layout::row_major(&bshape)?;
+            let Ok(plan) = TtlgPlan::new(&case.perm, &la, &lb, DType::F32, false, &props, &opts)
+            else {
+                continue;
+            };
+            let t = best(dev, 3, || dev.run_plan(&plan, 1.0f32, &a, 0.0, &mut b))?;
+            samples.push((plan.features.clone(), t));
+        }
+    }
+    for schema in Schema::ALL {
+        if samples.iter().filter(|(f, _)| f.schema == schema).count()
+            > GpuModel::feature_names(schema).len()
+        {
+            model.fit(schema, &samples)?;
+        }
+    }
+    if !model.calibrated {
+        return Err(Error::Gpu(
+            "calibration measured too few launches to fit a model".into(),
+        ));
+    }
+    Ok(model)
+}

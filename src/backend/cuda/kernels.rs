@@ -1,0 +1,250 @@
+//! The kernels of `kernels/*.cu`: names, the parameter lists the launchers pass, and a
+//! parser of PTX entry signatures to check the two against each other.
+//!
+//! Every kernel takes `(const T* a, T* b, const I* meta, T alpha, T beta, int mode)`.
+
+use crate::error::{Error, Result};
+use crate::tensor::DType;
+
+use super::ttlg::Schema;
+
+/// One kernel parameter as the launcher passes it.
+///
+/// ```
+/// use ttgt::backend::cuda::kernels::Param;
+/// assert_eq!(Param::Scalar(ttgt::DType::C64).size(), 16);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Param {
+    /// A device pointer (8 bytes).
+    Ptr,
+    /// A scalar of an element type, by value.
+    Scalar(DType),
+    /// A 32-bit integer.
+    I32,
+}
+
+impl Param {
+    /// Size in bytes.
+    ///
+    /// ```
+    /// assert_eq!(ttgt::backend::cuda::kernels::Param::Ptr.size(), 8);
+    /// ```
+    pub fn size(self) -> usize {
+        match self {
+            Param::Ptr => 8,
+            Param::Scalar(d) => d.size_bytes(),
+            Param::I32 => 4,
+        }
+    }
+}
+
+/// The parameters the launcher passes to a kernel of element type `dtype`.
+///
+/// ```
+/// use ttgt::backend::cuda::kernels::{params, Param};
+/// assert_eq!(params(ttgt::DType::F32)[3], Param::Scalar(ttgt::DType::F32));
+/// ```
+pub fn params(dtype: DType) -> [Param; 6] {
+    [
+        Param::Ptr,
+        Param::Ptr,
+        Param::Ptr,
+        Param::Scalar(dtype),
+        Param::Scalar(dtype),
+        Param::I32,
+    ]
+}
+
+/// The `.cu` file of each schema (under `kernels/`).
+///
+/// ```
+/// use ttgt::backend::cuda::{kernels::source_file, ttlg::Schema};
+/// assert_eq!(source_file(Schema::FviMatchSmall), "ttlg_fs.cu");
+/// ```
+pub fn source_file(schema: Schema) -> &'static str {
+    match schema {
+        Schema::OrthogonalDistinct => "ttlg_od.cu",
+        Schema::OrthogonalArbitrary => "ttlg_oa.cu",
+        Schema::FviMatchLarge => "ttlg_fl.cu",
+        Schema::FviMatchSmall => "ttlg_fs.cu",
+    }
+}
+
+/// Every kernel name with its element type, in the order the sources instantiate them.
+///
+/// ```
+/// let all = ttgt::backend::cuda::kernels::all_kernels();
+/// assert_eq!(all.len(), 4 * 4 * 2 * 3);
+/// assert!(all.iter().any(|(n, _)| n == "ttgt_od_c64_i64_r8"));
+/// ```
+pub fn all_kernels() -> Vec<(String, DType)> {
+    let mut v = Vec::new();
+    for s in Schema::ALL {
+        for d in [DType::F32, DType::F64, DType::C32, DType::C64] {
+            for i in ["i32", "i64"] {
+                for r in [2, 4, 8] {
+                    v.push((
+                        format!("ttgt_{}_{}_{}_r{}", s.short_name(), d.name(), i, r),
+                        d,
+                    ));
+                }
+            }
+        }
+    }
+    v
+}
+
+/// A parameter of a PTX `.entry`: its type (`u64`, `f32`, `b8`...), alignment and bytes.
+///
+/// ```
+/// let e = ttgt::backend::cuda::kernels::ptx_entries(".entry k(.param .f64 x)").unwrap();
+/// assert_eq!(e[0].1[0].size, 8);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PtxParam {
+    /// PTX type name without the dot.
+    pub ty: String,
+    /// Bytes.
+    pub size: usize,
+    /// Alignment (bytes).
+    pub align: usize,
+}
+
+/// The `.entry` signatures of a PTX module.
+///
+/// ```
+/// let ptx = ".visible .entry k(\n .param .u64 k_param_0,\n .param .align 8 .b8 k_param_1[8],\n .param .u32 k_param_2\n)\n{ }";
+/// let e = ttgt::backend::cuda::kernels::ptx_entries(ptx).unwrap();
+/// assert_eq!(e[0].0, "k");
+/// assert_eq!(e[0].1.iter().map(|p| p.size).collect::<Vec<_>>(), vec![8, 8, 4]);
+/// ```
+pub fn ptx_entries(ptx: &str) -> Result<Vec<(String, Vec<PtxParam>)>> {
+    let bad = |w: String| Error::Unsupported(format!("PTX: {w}"));
+    let mut out = Vec::new();
+    let mut rest = ptx;
+    while let Some(at) = rest.find(".entry ") {
+        let after = &rest[at + 7..];
+        let open = after
+            .find('(')
+            .ok_or_else(|| bad("entry without '('".into()))?;
+        let close = after
+            .find(')')
+            .ok_or_else(|| bad("entry without ')'".into()))?;
+        let name = after[..open].trim().to_string();
+        let mut params = Vec::new();
+        for p in after[open + 1..close].split(',') {
+            let toks: Vec<&str> = p.split_whitespace().collect();
+            if toks.is_empty() {
+                continue;
+            }
+            if toks.first() != Some(&".param") {
+                return Err(bad(format!("{name}: parameter {p:?}")));
+            }
+            let mut align = 0;
+            let mut i = 1;
+            if toks.get(1) == Some(&".align") {
+                align = toks
+                    .get(2)
+                    .and_then(|a| a.parse().ok())
+                    .ok_or_else(|| bad(format!("{name}: alignment in {p:?}")))?;
+                i = 3;
+            }
+            let ty = toks
+                .get(i)
+                .map(|t| t.trim_start_matches('.').to_string())
+                .ok_or_else(|| bad(format!("{name}: type in {p:?}")))?;
+            let pname = toks.get(i + 1).copied().unwrap_or("");
+            let elem: usize = ty[1..]
+                .parse::<usize>()
+                .map_err(|_| bad(format!("{name}: type {ty}")))?
+                / 8;
+            let count = match (pname.find('['), pname.find(']')) {
+                (Some(l), Some(r)) => pname[l + 1..r]
+                    .parse::<usize>()
+                    .map_err(|_| bad(format!("{name}: array size in {p:?}")))?,
+                _ => 1,
+            };
+            params.push(PtxParam {
+                ty,
+                size: elem * count,
+                align: if align == 0 { elem } else { align },
+            });
+        }
+        out.push((name, params));
+        rest = &after[close..];
+    }
+    Ok(out)
+}
+
+/// Whether a PTX parameter is what the launcher passes for `p`.
+///
+/// ```
+/// use ttgt::backend::cuda::kernels::{param_matches, ptx_entries, Param};
+/// let e = ptx_entries(".entry k(.param .u64 p)").unwrap();
+/// assert!(param_matches(Param::Ptr, &e[0].1[0]));
+/// ```
+pub fn param_matches(p: Param, x: &PtxParam) -> bool {
+    match p {
+        Param::Ptr => x.ty == "u64" && x.size == 8,
+        Param::I32 => (x.ty == "u32" || x.ty == "s32" || x.ty == "b32") && x.size == 4,
+        Param::Scalar(DType::F32) => x.ty == "f32",
+        Param::Scalar(DType::F64) => x.ty == "f64",
+        Param::Scalar(d) => x.ty == "b8" && x.size == d.size_bytes() && x.align == d.size_bytes(),
+    }
+}
+
+/// Checks that `ptx` defines every kernel of `schema` with the launcher's parameter list.
+///
+/// ```no_run
+/// use ttgt::backend::cuda::{kernels, ttlg::Schema};
+/// let ptx = std::fs::read_to_string("kernels/ptx/ttlg_od.ptx").unwrap();
+/// kernels::check_signatures(Schema::OrthogonalDistinct, &ptx).unwrap();
+/// ```
+pub fn check_signatures(schema: Schema, ptx: &str) -> Result<()> {
+    let entries = ptx_entries(ptx)?;
+    let prefix = format!("ttgt_{}_", schema.short_name());
+    let want: Vec<(String, DType)> = all_kernels()
+        .into_iter()
+        .filter(|(n, _)| n.starts_with(&prefix))
+        .collect();
+    for (name, dtype) in &want {
+        let (_, got) = entries
+            .iter()
+            .find(|(n, _)| n == name)
+            .ok_or_else(|| Error::Unsupported(format!("PTX has no entry {name}")))?;
+        let expect = params(*dtype);
+        if got.len() != expect.len() || !expect.iter().zip(got).all(|(p, x)| param_matches(*p, x)) {
+            return Err(Error::Unsupported(format!(
+                "PTX entry {name} takes {got:?}; the launcher passes {expect:?}"
+            )));
+        }
+    }
+    if entries.len() != want.len() {
+        return Err(Error::Unsupported(format!(
+            "PTX of {} has {} entries, expected {}",
+            source_file(schema),
+            entries.len(),
+            want.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The embedded PTX of a schema (generated ahead by `.ci/cuda.sh`, see docs/CUDA.md).
+///
+/// ```
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::{kernels::ptx, ttlg::Schema};
+/// assert!(ptx(Schema::OrthogonalDistinct).contains(".entry ttgt_od_f32_i32_r2"));
+/// # }
+/// ```
+#[cfg(feature = "cuda")]
+pub fn ptx(schema: Schema) -> &'static str {
+    match schema {
+        Schema::OrthogonalDistinct => include_str!("../../../kernels/ptx/ttlg_od.ptx"),
+        Schema::OrthogonalArbitrary => include_str!("../../../kernels/ptx/ttlg_oa.ptx"),
+        Schema::FviMatchLarge => include_str!("../../../kernels/ptx/ttlg_fl.ptx"),
+        Schema::FviMatchSmall => include_str!("../../../kernels/ptx/ttlg_fs.ptx"),
+    }
+}

@@ -1,0 +1,372 @@
+//! [`TtlgPlan`]: everything one kernel launch needs, chosen by the model.
+
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Layout};
+
+use super::model::{features, Features, GpuModel};
+use super::offsets::{build_meta, outer_dims, OuterDim};
+use super::problem::GpuProblem;
+use super::slice::{
+    fl_candidates, fs_candidates, fs_shared_elems, oa_candidates, od_candidates, Slice, WS,
+};
+use super::{DeviceProps, Schema};
+
+/// Most outer (slice-selecting) dims a kernel handles, including the two blocked-dim slots.
+///
+/// ```
+/// assert_eq!(ttgt::backend::cuda::ttlg::MAX_OUTER_DIMS, 8);
+/// ```
+pub const MAX_OUTER_DIMS: usize = 8;
+
+/// Rank buckets the kernels are compiled for.
+const RANKS: [usize; 3] = [2, 4, 8];
+
+/// Threads per block of every kernel.
+const THREADS: u32 = 256;
+
+/// Planning options.
+///
+/// ```
+/// use ttgt::backend::cuda::ttlg::{Schema, TtlgOptions};
+/// let o = TtlgOptions { schema: Some(Schema::OrthogonalArbitrary), ..TtlgOptions::default() };
+/// assert_eq!(o.align, 16);
+/// ```
+#[derive(Clone, Debug)]
+pub struct TtlgOptions {
+    /// Force a schema (an error when it does not apply); `None`: TTLG's Alg. 1 and the model.
+    pub schema: Option<Schema>,
+    /// The model ranking candidates; `None`: [`GpuModel::for_device`].
+    pub model: Option<GpuModel>,
+    /// Largest power of two (bytes, at most 16) dividing both data addresses; executors set
+    /// it from the actual pointers. Widening needs it.
+    pub align: usize,
+    /// Use 64-bit index arithmetic even when 32 bits would do (tests of the i64 kernels).
+    pub force_index64: bool,
+}
+
+impl Default for TtlgOptions {
+    fn default() -> Self {
+        TtlgOptions {
+            schema: None,
+            model: None,
+            align: 16,
+            force_index64: false,
+        }
+    }
+}
+
+/// A planned GPU transposition `B = alpha * perm(A) + beta * B`: the kernel, its launch
+/// configuration and its meta table. Made from layouts, a dtype and the device properties;
+/// executable any number of times (by the device backend or the emulator).
+///
+/// ```
+/// use ttgt::backend::cuda::ttlg::{DeviceProps, Schema, TtlgOptions, TtlgPlan};
+/// use ttgt::{DType, Layout};
+/// let a = Layout::row_major(&[40, 3, 64]).unwrap();
+/// let b = Layout::row_major(&[3, 40, 64]).unwrap();
+/// let p = TtlgPlan::new(&[1, 0, 2], &a, &b, DType::F64, false, &DeviceProps::nominal(),
+///                       &TtlgOptions::default()).unwrap();
+/// assert_eq!(p.schema, Schema::FviMatchLarge);
+/// assert!(p.kernel.starts_with("ttgt_fl_f64_i32_r"));
+/// ```
+#[derive(Clone, Debug)]
+pub struct TtlgPlan {
+    /// The schema.
+    pub schema: Schema,
+    /// The slice moved by a thread block.
+    pub slice: Slice,
+    /// The normalized problem.
+    pub problem: GpuProblem,
+    /// Element type of the tensors.
+    pub dtype: DType,
+    /// Kernel name (`ttgt_<schema>_<type>_<index>_r<rank>`), as in the PTX.
+    pub kernel: String,
+    /// 64-bit index arithmetic (else 32-bit).
+    pub index64: bool,
+    /// Outer rank the kernel is compiled for.
+    pub outer_rank: usize,
+    /// Grid (blocks).
+    pub grid: [u32; 3],
+    /// Block (threads).
+    pub block: [u32; 3],
+    /// Dynamic shared memory (bytes).
+    pub shared_bytes: usize,
+    /// The meta table (written to the device as `i32` or `i64`, see [`TtlgPlan::meta_bytes`]).
+    pub meta: Vec<i64>,
+    /// Slices (or rows) the grid loops over.
+    pub num_slices: usize,
+    /// Model features of the launch.
+    pub features: Features,
+    /// Model prediction (seconds).
+    pub predicted_seconds: f64,
+    /// Planned for a plain copy (alpha = 1, beta = 0) only: needed when widened.
+    pub plain: bool,
+}
+
+/// Schemas to rank (TTLG Alg. 1; the model decides between FVI-Match-Small and
+/// Orthogonal-Arbitrary where the paper's flow chart leaves that choice).
+fn schemas_for(p: &GpuProblem) -> Vec<Schema> {
+    if p.fvi_match() {
+        let n0 = p.dims[p.fvi_in()].n;
+        if n0 >= WS {
+            return vec![Schema::FviMatchLarge];
+        }
+        if p.dims.len() >= 3 && p.in_order[1] != p.out_order[1] {
+            let n_i1 = p.dims[p.in_order[1]].n;
+            let n_o1 = p.dims[p.out_order[1]].n;
+            if n0 * n_i1 >= WS && n0 * n_o1 >= WS {
+                return vec![Schema::FviMatchSmall];
+            }
+            return vec![Schema::FviMatchSmall, Schema::OrthogonalArbitrary];
+        }
+        return vec![Schema::FviMatchLarge, Schema::OrthogonalArbitrary];
+    }
+    // Alg. 1: the smallest input and output prefixes of at least WS elements.
+    let grow = |order: &[usize]| {
+        let mut vol = 1usize;
+        let mut set = Vec::new();
+        for &d in order {
+            if vol >= WS {
+                break;
+            }
+            vol = vol.saturating_mul(p.dims[d].n);
+            set.push(d);
+        }
+        set
+    };
+    let (i, o) = (grow(&p.in_order), grow(&p.out_order));
+    // Disjoint: Orthogonal-Distinct (Orthogonal-Arbitrary only as a fallback when no
+    // distinct slice fits the outer-rank limit).
+    if i.iter().any(|d| o.contains(d)) {
+        vec![Schema::OrthogonalArbitrary]
+    } else {
+        vec![Schema::OrthogonalDistinct]
+    }
+}
+
+fn candidates(p: &GpuProblem, schema: Schema, props: &DeviceProps) -> Vec<Slice> {
+    match schema {
+        Schema::OrthogonalDistinct => od_candidates(p),
+        Schema::OrthogonalArbitrary => oa_candidates(p, props.max_shared_bytes),
+        Schema::FviMatchLarge => fl_candidates(p),
+        Schema::FviMatchSmall => fs_candidates(p, props.max_shared_bytes),
+    }
+}
+
+fn num_slices(outer: &[OuterDim]) -> usize {
+    outer.iter().map(|o| o.n).product()
+}
+
+impl TtlgPlan {
+    /// Plans `B = perm(A)` (numpy meaning of `perm`) for elements of `dtype` on a device
+    /// with `props`. `plain`: the plan will only run with alpha = 1 and beta = 0 (allows
+    /// widening the element, OneFlow's movement size).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[40, 50]).unwrap(), ttgt::Layout::row_major(&[50, 40]).unwrap());
+    /// let p = TtlgPlan::new(&[1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// assert!(p.outer_rank <= 8);
+    /// ```
+    pub fn new(
+        perm: &[usize],
+        a: &Layout,
+        b: &Layout,
+        dtype: DType,
+        plain: bool,
+        props: &DeviceProps,
+        opts: &TtlgOptions,
+    ) -> Result<Self> {
+        let problem = GpuProblem::new(perm, a, b, dtype, plain, opts.align)?;
+        let model = opts
+            .model
+            .clone()
+            .unwrap_or_else(|| GpuModel::for_device(props));
+        let schemas = match opts.schema {
+            Some(s) => vec![s],
+            None => schemas_for(&problem),
+        };
+        let mut best: Option<(f64, Slice, Vec<OuterDim>, Features)> = None;
+        let rank = |schema: Schema, best: &mut Option<(f64, Slice, Vec<OuterDim>, Features)>| {
+            for s in candidates(&problem, schema, props) {
+                let outer = outer_dims(&problem, &s);
+                if outer.len() > MAX_OUTER_DIMS {
+                    continue;
+                }
+                let f = features(&problem, &s, num_slices(&outer));
+                let t = model.predict(&f);
+                if best.as_ref().is_none_or(|(bt, ..)| t < *bt) {
+                    *best = Some((t, s, outer, f));
+                }
+            }
+        };
+        for &schema in &schemas {
+            rank(schema, &mut best);
+        }
+        if best.is_none()
+            && opts.schema.is_none()
+            && !schemas.contains(&Schema::OrthogonalArbitrary)
+        {
+            // Fallback when no slice of the chosen schema fits the outer-rank limit.
+            rank(Schema::OrthogonalArbitrary, &mut best);
+        }
+        let Some((predicted_seconds, slice, outer, features)) = best else {
+            return Err(Error::Unsupported(match opts.schema {
+                Some(s) => format!(
+                    "the {s} schema does not apply to transpose {perm:?} of {:?} \
+                     (fused dims {:?})",
+                    a.dims(),
+                    problem.dims.iter().map(|d| d.n).collect::<Vec<_>>()
+                ),
+                None => format!(
+                    "GPU transpose {perm:?} of {:?}: more than {MAX_OUTER_DIMS} dims remain \
+                     after fusion",
+                    a.dims()
+                ),
+            }));
+        };
+        let outer_rank = RANKS
+            .iter()
+            .copied()
+            .find(|&r| r >= outer.len())
+            .unwrap_or(MAX_OUTER_DIMS);
+        let meta = build_meta(&problem, &slice, &outer, outer_rank);
+        let nslices = num_slices(&outer);
+        let schema = slice.schema;
+        let size = problem.kernel_dtype.size_bytes();
+        let (block, shared_bytes, grid_units) = match schema {
+            Schema::OrthogonalDistinct => ([WS as u32, THREADS / WS as u32, 1], 0, nslices),
+            Schema::OrthogonalArbitrary => {
+                let vol = slice.input.volume(&problem) * slice.output.volume(&problem).max(1);
+                ([THREADS, 1, 1], vol * size, nslices)
+            }
+            Schema::FviMatchLarge => {
+                let n0 = problem.dims[problem.fvi_in()].n;
+                let w = (slice.chunk.min(n0).div_ceil(WS) * WS).clamp(WS, THREADS as usize);
+                let rows = THREADS as usize / w;
+                ([w as u32, rows as u32, 1], 0, nslices.div_ceil(rows))
+            }
+            Schema::FviMatchSmall => {
+                let n0 = problem.dims[problem.fvi_in()].n;
+                let elems = fs_shared_elems(n0, slice.input.block);
+                ([THREADS, 1, 1], elems * size, nslices)
+            }
+        };
+        let grid_x = grid_units.clamp(1, props.max_grid.max(1) as usize) as u32;
+        let (span_a, span_b) = problem.spans();
+        let bound = span_a
+            .max(span_b)
+            .max(nslices as u64 + (props.max_grid as u64) * 8)
+            .max(meta.len() as u64)
+            .max(problem.elements as u64);
+        let index64 = opts.force_index64 || bound >= (1u64 << 31) - (1u64 << 24);
+        let kernel = format!(
+            "ttgt_{}_{}_{}_r{}",
+            schema.short_name(),
+            problem.kernel_dtype.name(),
+            if index64 { "i64" } else { "i32" },
+            outer_rank
+        );
+        Ok(TtlgPlan {
+            schema,
+            slice,
+            dtype,
+            kernel,
+            index64,
+            outer_rank,
+            grid: [grid_x, 1, 1],
+            block,
+            shared_bytes,
+            meta,
+            num_slices: nslices,
+            features,
+            predicted_seconds,
+            plain: plain && problem.widen > 1,
+            problem,
+        })
+    }
+
+    /// Whether there is nothing to launch (an empty tensor).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[40, 50]).unwrap(), ttgt::Layout::row_major(&[50, 40]).unwrap());
+    /// let p = TtlgPlan::new(&[1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// assert!(!p.is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.problem.elements == 0
+    }
+
+    /// The meta table as the kernel reads it (little-endian `i32` or `i64`).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[40, 50]).unwrap(), ttgt::Layout::row_major(&[50, 40]).unwrap());
+    /// let p = TtlgPlan::new(&[1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// assert_eq!(p.meta_bytes().len(), 4 * p.meta.len());
+    /// ```
+    pub fn meta_bytes(&self) -> Vec<u8> {
+        if self.index64 {
+            self.meta.iter().flat_map(|v| v.to_le_bytes()).collect()
+        } else {
+            self.meta
+                .iter()
+                .flat_map(|&v| (v as i32).to_le_bytes())
+                .collect()
+        }
+    }
+
+    /// The kernel's `mode` argument for these scalars: 0 plain copy, 1 scaled, 2 with beta.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::TtlgPlan;
+    /// assert_eq!((TtlgPlan::mode(true, true), TtlgPlan::mode(false, true), TtlgPlan::mode(true, false)), (0, 1, 2));
+    /// ```
+    pub fn mode(alpha_is_one: bool, beta_is_zero: bool) -> i32 {
+        match (alpha_is_one, beta_is_zero) {
+            (true, true) => 0,
+            (_, true) => 1,
+            _ => 2,
+        }
+    }
+
+    /// One line: schema, slices, blocking, launch and prediction.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[40, 50]).unwrap(), ttgt::Layout::row_major(&[50, 40]).unwrap());
+    /// let p = TtlgPlan::new(&[1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// assert!(p.describe().starts_with("orthogonal-distinct"));
+    /// ```
+    pub fn describe(&self) -> String {
+        let p = &self.problem;
+        let side = |s: &super::slice::Side| {
+            let e = s.extents(p);
+            if e.is_empty() {
+                "-".to_string()
+            } else {
+                e.iter()
+                    .map(|x| x.to_string())
+                    .collect::<Vec<_>>()
+                    .join("x")
+            }
+        };
+        format!(
+            "{} ({}): fused dims {:?}, input slice {}, output slice {}, {} slices, grid {}x{}, block {}x{}, shared {} B, widen {}, predicted {:.3e} s",
+            self.schema,
+            self.kernel,
+            p.dims.iter().map(|d| d.n).collect::<Vec<_>>(),
+            side(&self.slice.input),
+            side(&self.slice.output),
+            self.num_slices,
+            self.grid[0],
+            self.grid[1],
+            self.block[0],
+            self.block[1],
+            self.shared_bytes,
+            p.widen,
+            self.predicted_seconds
+        )
+    }
+}

@@ -1,0 +1,220 @@
+//! `--backend cuda` of `ttgt bench transpose`, `ttgt bench contract` and `ttgt calibrate`.
+//! Without the `cuda` feature, or without a usable device, these report a one-line error
+//! (exit status 2).
+
+use crate::error::{CliError, CliResult};
+#[cfg(feature = "cuda")]
+use crate::say;
+use clap::Args;
+
+/// Whether `--backend` names the CUDA backend (`cpu` or `cuda`).
+pub fn is_cuda(backend: &str) -> CliResult<bool> {
+    match backend {
+        "cpu" => Ok(false),
+        "cuda" => Ok(true),
+        other => Err(CliError::new(format!(
+            "unknown backend {other:?} (expected cpu or cuda)"
+        ))),
+    }
+}
+
+/// The TCCG contraction table (48 cases).
+const TCCG_TSV: &str = include_str!("../../../benches/data/tccg_contractions.tsv");
+
+/// One TCCG case: id, row-major einsum spec, operand extents.
+type TccgCase = (String, String, Vec<usize>, Vec<usize>);
+
+fn tccg_cases(dtype: ttgt::DType) -> CliResult<Vec<TccgCase>> {
+    let bad = |w: &str| CliError::new(format!("TCCG table: {w}"));
+    let mut rows = TCCG_TSV
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+    let header: Vec<&str> = rows
+        .next()
+        .ok_or_else(|| bad("no header"))?
+        .split('\t')
+        .collect();
+    let col = |n: &str| header.iter().position(|c| *c == n).ok_or_else(|| bad(n));
+    let ext_col = if dtype.size_bytes() >= 8 && dtype != ttgt::DType::C32 {
+        "extents_f64"
+    } else {
+        "extents_f32"
+    };
+    let (ci, ce, cx) = (col("id")?, col("einsum")?, col(ext_col)?);
+    let mut out = Vec::new();
+    for r in rows {
+        let f: Vec<&str> = r.split('\t').collect();
+        let get = |c: usize| f.get(c).copied().ok_or_else(|| bad("short row"));
+        let spec = get(ce)?.to_string();
+        let ext: Vec<(char, usize)> = get(cx)?
+            .split(',')
+            .filter_map(|kv| {
+                let (k, v) = kv.split_once('=')?;
+                Some((k.trim().chars().next()?, v.trim().parse().ok()?))
+            })
+            .collect();
+        let extent = |c: char| ext.iter().find(|(k, _)| *k == c).map(|&(_, v)| v);
+        let (ins, _) = spec
+            .split_once("->")
+            .ok_or_else(|| bad("spec without ->"))?;
+        let (ta, tb) = ins
+            .split_once(',')
+            .ok_or_else(|| bad("spec without two inputs"))?;
+        let shape = |t: &str| -> CliResult<Vec<usize>> {
+            t.chars()
+                .map(|c| extent(c).ok_or_else(|| bad(&format!("no extent for {c}"))))
+                .collect()
+        };
+        out.push((
+            format!("tccg-{}", get(ci)?),
+            spec.clone(),
+            shape(ta)?,
+            shape(tb)?,
+        ));
+    }
+    Ok(out)
+}
+
+/// Arguments of `ttgt bench contract`.
+#[derive(Args, Debug)]
+pub struct ContractBenchArgs {
+    /// Backend: cuda (the CPU contraction benchmark is `cargo bench --bench contract`).
+    #[arg(long, value_name = "BACKEND", default_value = "cuda")]
+    pub backend: String,
+    /// Element type: f32, f64, c32 or c64.
+    #[arg(long, value_name = "TYPE", default_value = "f32")]
+    pub dtype: String,
+    /// Timed executions per case; the best is reported.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub repeat: usize,
+    /// Run only the TCCG cases whose names contain this text, or a comma list of ids.
+    #[arg(long, value_name = "TEXT")]
+    pub only: Option<String>,
+    /// One JSON object per case and one summary object, one per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(not(feature = "cuda"))]
+fn no_cuda<T>() -> CliResult<T> {
+    Err(CliError::new(
+        "--backend cuda: this ttgt was built without the cuda feature (cargo build --features cuda)",
+    ))
+}
+
+#[cfg(feature = "cuda")]
+fn device() -> CliResult<ttgt::backend::cuda::device::Device> {
+    ttgt::backend::cuda::device::Device::new(0)
+        .map_err(|e| CliError::new(format!("--backend cuda: {e}")))
+}
+
+/// `ttgt bench transpose --backend cuda`.
+#[allow(unused_variables)]
+pub fn bench_transpose(
+    cases: &[ttgt::bench::TransposeCase],
+    dtype: ttgt::DType,
+    repeat: usize,
+    beta: f64,
+    as_json: bool,
+) -> CliResult<()> {
+    #[cfg(not(feature = "cuda"))]
+    return no_cuda();
+    #[cfg(feature = "cuda")]
+    {
+        let dev = device()?;
+        let mut ratios = Vec::new();
+        for c in cases {
+            let r = ttgt::backend::cuda::bench::bench_transpose(&dev, c, dtype, repeat, beta)?;
+            ratios.push(r.ratio);
+            if as_json {
+                say(&crate::bench::record(&r).to_string())?;
+            } else {
+                say(&crate::bench::line(&r))?;
+            }
+        }
+        let mean = ratios.iter().sum::<f64>() / ratios.len().max(1) as f64;
+        let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        let s = serde_json::json!({"summary": true, "backend": "cuda", "device": dev.props().name,
+                       "cases": ratios.len(), "mean_ratio": mean, "min_ratio": min});
+        say(&if as_json {
+            s.to_string()
+        } else {
+            format!("summary: {s}")
+        })
+    }
+}
+
+/// `ttgt bench contract --backend cuda`.
+pub fn bench_contract(a: &ContractBenchArgs) -> CliResult<()> {
+    if !is_cuda(&a.backend)? {
+        return Err(CliError::new(
+            "ttgt bench contract: only --backend cuda is implemented here (CPU: cargo bench --bench contract)",
+        ));
+    }
+    let dtype: ttgt::DType = a.dtype.parse().map_err(CliError::new)?;
+    let mut cases = tccg_cases(dtype)?;
+    if let Some(only) = &a.only {
+        let ids: Vec<String> = only
+            .split(',')
+            .map(|s| format!("tccg-{}", s.trim()))
+            .collect();
+        cases.retain(|c| c.0.contains(only.as_str()) || ids.contains(&c.0));
+    }
+    if cases.is_empty() {
+        return Err(CliError::new("no benchmark case selected"));
+    }
+    #[cfg(not(feature = "cuda"))]
+    return no_cuda();
+    #[cfg(feature = "cuda")]
+    {
+        let dev = device()?;
+        let mut ratios = Vec::new();
+        for (name, spec, sa, sb) in &cases {
+            let r =
+                ttgt::backend::cuda::bench::bench_contract(&dev, spec, sa, sb, dtype, a.repeat)?;
+            ratios.push(r.ratio);
+            let v = serde_json::json!({
+                "case": name, "spec": r.spec, "shapes": r.shapes, "dtype": r.dtype.name(),
+                "seconds": r.seconds, "single_use_seconds": r.single_use_seconds,
+                "gflops": r.gflops, "gemm_gflops": r.gemm_gflops, "ratio": r.ratio, "plan": r.plan,
+            });
+            say(&if a.json {
+                v.to_string()
+            } else {
+                format!(
+                    "{name:<9} {spec:<22} {:>9.3} ms {:>9.1} GFLOP/s  gemm {:>9.1}  ratio {:>5.2}",
+                    r.seconds * 1e3,
+                    r.gflops,
+                    r.gemm_gflops,
+                    r.ratio
+                )
+            })?;
+        }
+        let mean = ratios.iter().sum::<f64>() / ratios.len().max(1) as f64;
+        let s = serde_json::json!({"summary": true, "backend": "cuda", "device": dev.props().name,
+                       "cases": ratios.len(), "mean_ratio": mean});
+        say(&if a.json {
+            s.to_string()
+        } else {
+            format!("summary: {s}")
+        })
+    }
+}
+
+/// `ttgt calibrate --backend cuda`: fits the GPU model and stores it per device name.
+#[allow(unused_variables)]
+pub fn calibrate(mib: usize, dry_run: bool) -> CliResult<()> {
+    #[cfg(not(feature = "cuda"))]
+    return no_cuda();
+    #[cfg(feature = "cuda")]
+    {
+        let dev = device()?;
+        let model = ttgt::backend::cuda::bench::calibrate(&dev, mib)?;
+        say(&model.to_json())?;
+        if !dry_run {
+            let path = model.save()?;
+            say(&format!("stored in {}", path.display()))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,132 @@
+//! Real-GPU tests (feature `cuda`). Without a CUDA device each test prints a SKIPPED line and
+//! passes; with `TTGT_REQUIRE_GPU=1` a missing device is a failure.
+#![cfg(feature = "cuda")]
+
+use ndarray::{ArrayD, IxDyn};
+use num_complex::{Complex32, Complex64};
+use ttgt::backend::cuda::device::Device;
+use ttgt::Element;
+
+fn device(test: &str) -> Option<Device> {
+    match Device::new(0) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            if std::env::var("TTGT_REQUIRE_GPU").as_deref() == Ok("1") {
+                panic!("{test}: TTGT_REQUIRE_GPU=1 but no CUDA device is usable: {e}");
+            }
+            println!("SKIPPED: no CUDA device ({e}) [{test}]");
+            None
+        }
+    }
+}
+
+fn data<T: Element>(shape: &[usize], seed: usize) -> ArrayD<T> {
+    let mut k = seed;
+    ArrayD::from_shape_fn(IxDyn(shape), |_| {
+        k = k.wrapping_mul(1103515245).wrapping_add(12345) % (1 << 30);
+        T::from_parts(
+            (k % 200) as f64 / 10.0 - 10.0,
+            (k / 200 % 100) as f64 / 10.0,
+        )
+    })
+}
+
+fn perms(n: usize) -> Vec<Vec<usize>> {
+    fn rec(p: &mut Vec<usize>, k: usize, out: &mut Vec<Vec<usize>>) {
+        if k == p.len() {
+            out.push(p.clone());
+            return;
+        }
+        for i in k..p.len() {
+            p.swap(k, i);
+            rec(p, k + 1, out);
+            p.swap(k, i);
+        }
+    }
+    let mut out = Vec::new();
+    rec(&mut (0..n).collect(), 0, &mut out);
+    out
+}
+
+fn transposes<T: Element>(dev: &Device, sizes: &[usize]) {
+    let a: ArrayD<T> = data(sizes, 3);
+    let da = dev.upload(&a).unwrap();
+    for perm in perms(sizes.len()) {
+        let db = dev.permute(&da, &perm).unwrap();
+        let got = dev.download(&db).unwrap();
+        let want = a.view().permuted_axes(IxDyn(&perm));
+        assert_eq!(got, want, "{perm:?} {}", T::DTYPE);
+    }
+}
+
+#[test]
+fn all_permutations_all_dtypes() {
+    let Some(dev) = device("all_permutations_all_dtypes") else {
+        return;
+    };
+    transposes::<f32>(&dev, &[5, 4, 3, 6, 2, 7]);
+    transposes::<f64>(&dev, &[3, 2, 5, 2, 3, 4]);
+    transposes::<Complex32>(&dev, &[7, 3, 33, 2]);
+    transposes::<Complex64>(&dev, &[31, 2, 3, 17]);
+}
+
+#[test]
+fn alpha_beta_and_ttc_shapes() {
+    let Some(dev) = device("alpha_beta_and_ttc_shapes") else {
+        return;
+    };
+    let cases = ttgt::bench::parse_ttc(ttgt::bench::TTC_TSV).unwrap();
+    for c in cases.iter().take(20) {
+        let sizes: Vec<usize> = c.sizes.iter().map(|&s| (s / 4).max(2)).collect();
+        let a: ArrayD<f64> = data(&sizes, 1);
+        let da = dev.upload(&a).unwrap();
+        let bshape: Vec<usize> = c.perm.iter().map(|&p| sizes[p]).collect();
+        let b0: ArrayD<f64> = data(&bshape, 2);
+        let mut db = dev.upload(&b0).unwrap();
+        dev.permute_into(&c.perm, 2.0, &da, -0.5, &mut db).unwrap();
+        let got = dev.download(&db).unwrap();
+        let want = a.view().permuted_axes(IxDyn(&c.perm)).mapv(|x| 2.0 * x) + b0.mapv(|x| -0.5 * x);
+        assert!(
+            got.iter()
+                .zip(want.iter())
+                .all(|(g, w)| (g - w).abs() < 1e-9),
+            "{}",
+            c.name
+        );
+    }
+}
+
+fn contraction<T: Element>(dev: &Device, spec: &str, sa: &[usize], sb: &[usize]) {
+    let a: ArrayD<T> = data(sa, 4);
+    let b: ArrayD<T> = data(sb, 5);
+    let want = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+    let (da, db) = (dev.upload(&a).unwrap(), dev.upload(&b).unwrap());
+    let got = dev
+        .download(&dev.contract(spec, &da, &db).unwrap())
+        .unwrap();
+    for (g, w) in got.iter().zip(want.iter()) {
+        assert!(
+            (*g - *w).abs_f64() <= 1e-3 * (1.0 + w.abs_f64()),
+            "{spec} {}: {g} vs {w}",
+            T::DTYPE
+        );
+    }
+}
+
+#[test]
+fn contractions_all_dtypes() {
+    let Some(dev) = device("contractions_all_dtypes") else {
+        return;
+    };
+    for (spec, sa, sb) in [
+        ("ij,jk->ik", &[33, 17][..], &[17, 9][..]),
+        ("abcd,dbef->acef", &[4, 5, 6, 7], &[7, 5, 3, 2]),
+        ("bij,bjk->bik", &[3, 8, 5], &[3, 5, 4]),
+        ("abc,cbd->da", &[4, 5, 6], &[6, 5, 7]),
+    ] {
+        contraction::<f32>(&dev, spec, sa, sb);
+        contraction::<f64>(&dev, spec, sa, sb);
+        contraction::<Complex32>(&dev, spec, sa, sb);
+        contraction::<Complex64>(&dev, spec, sa, sb);
+    }
+}

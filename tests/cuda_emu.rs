@@ -1,0 +1,501 @@
+//! The CUDA transpose kernels run under the CPU emulator (feature `cuda-emu`), each launch
+//! planned by the host-side TTLG planner, compared with the CPU transpose.
+#![cfg(feature = "cuda-emu")]
+
+use std::collections::BTreeMap;
+
+use ndarray::{ArrayD, IxDyn};
+use num_complex::{Complex32, Complex64};
+use ttgt::backend::cuda::emu;
+use ttgt::backend::cuda::ttlg::{DeviceProps, Schema, TtlgOptions, TtlgPlan};
+use ttgt::tensor::{StridedView, StridedViewMut};
+use ttgt::{Element, Error};
+
+fn data<T: Element>(shape: &[usize], seed: usize) -> ArrayD<T> {
+    let mut k = seed;
+    ArrayD::from_shape_fn(IxDyn(shape), |_| {
+        k = k.wrapping_mul(1103515245).wrapping_add(12345) % (1 << 30);
+        T::from_parts((k % 1000) as f64 - 500.0, (k / 1000 % 1000) as f64)
+    })
+}
+
+fn permuted_shape(sizes: &[usize], perm: &[usize]) -> Vec<usize> {
+    perm.iter().map(|&p| sizes[p]).collect()
+}
+
+/// Runs one case; `Ok(None)` when a forced schema does not apply.
+fn run<T: Element>(
+    perm: &[usize],
+    a: &ArrayD<T>,
+    schema: Option<Schema>,
+    plain: bool,
+    alpha: T,
+    beta: T,
+) -> Result<Option<Schema>, String> {
+    run_with(perm, a, schema, plain, alpha, beta, false)
+}
+
+fn run_with<T: Element>(
+    perm: &[usize],
+    a: &ArrayD<T>,
+    schema: Option<Schema>,
+    plain: bool,
+    alpha: T,
+    beta: T,
+    index64: bool,
+) -> Result<Option<Schema>, String> {
+    let bshape = permuted_shape(a.shape(), perm);
+    let b0: ArrayD<T> = data(&bshape, 7);
+    let mut want = b0.clone();
+    ttgt::transpose::transpose(
+        perm,
+        alpha,
+        &StridedView::of(a),
+        beta,
+        &mut StridedViewMut::of(&mut want).unwrap(),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut got = b0.clone();
+    let va = StridedView::of(a);
+    let mut vb = StridedViewMut::of(&mut got).unwrap();
+    let opts = TtlgOptions {
+        schema,
+        force_index64: index64,
+        ..TtlgOptions::default()
+    };
+    let plan = match TtlgPlan::new(
+        perm,
+        va.layout(),
+        vb.layout(),
+        T::DTYPE,
+        plain,
+        &DeviceProps::emulator(),
+        &opts,
+    ) {
+        Ok(p) => p,
+        Err(Error::Unsupported(m)) if schema.is_some() && m.contains("does not apply") => {
+            return Ok(None)
+        }
+        Err(e) => return Err(format!("plan: {e}")),
+    };
+    emu::transpose(&plan, alpha, &va, beta, &mut vb)
+        .map_err(|e| format!("{e} [{}]", plan.describe()))?;
+    let tol = if alpha.is_exact_one() && beta.is_exact_zero() {
+        0.0
+    } else {
+        1e-3
+    };
+    for (i, (g, w)) in got.iter().zip(want.iter()).enumerate() {
+        if (*g - *w).abs_f64() > tol * (1.0 + w.abs_f64()) {
+            return Err(format!(
+                "element {i}: got {g}, want {w} [{}]",
+                plan.describe()
+            ));
+        }
+    }
+    Ok(Some(plan.schema))
+}
+
+fn all_perms(rank: usize) -> Vec<Vec<usize>> {
+    fn rec(p: &mut Vec<usize>, k: usize, out: &mut Vec<Vec<usize>>) {
+        if k == p.len() {
+            out.push(p.clone());
+            return;
+        }
+        for i in k..p.len() {
+            p.swap(k, i);
+            rec(p, k + 1, out);
+            p.swap(k, i);
+        }
+    }
+    let mut out = Vec::new();
+    rec(&mut (0..rank).collect(), 0, &mut out);
+    out
+}
+
+const FORCED: [Option<Schema>; 5] = [
+    None,
+    Some(Schema::OrthogonalDistinct),
+    Some(Schema::OrthogonalArbitrary),
+    Some(Schema::FviMatchLarge),
+    Some(Schema::FviMatchSmall),
+];
+
+fn tally(count: &mut BTreeMap<String, usize>, forced: Option<Schema>, got: Option<Schema>) {
+    if let Some(s) = got {
+        let key = match forced {
+            Some(_) => format!("forced {s}"),
+            None => format!("auto {s}"),
+        };
+        *count.entry(key).or_default() += 1;
+    }
+}
+
+#[test]
+fn all_720_permutations_every_schema_f32() {
+    let sizes = [2, 3, 2, 5, 3, 4];
+    let a: ArrayD<f32> = data(&sizes, 1);
+    let mut count = BTreeMap::new();
+    let mut failures = Vec::new();
+    for perm in all_perms(6) {
+        for forced in FORCED {
+            match run(&perm, &a, forced, false, 1.0f32, 0.0) {
+                Ok(s) => tally(&mut count, forced, s),
+                Err(e) => failures.push(format!("{perm:?} {forced:?}: {e}")),
+            }
+        }
+        match run(&perm, &a, None, true, 1.0f32, 0.0) {
+            Ok(s) => tally(&mut count, None, s),
+            Err(e) => failures.push(format!("{perm:?} plain: {e}")),
+        }
+    }
+    eprintln!("schemas exercised: {count:?}");
+    assert!(
+        failures.is_empty(),
+        "{} failures, first: {:#?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    for s in Schema::ALL {
+        assert!(
+            count.get(&format!("forced {s}")).copied().unwrap_or(0) > 0,
+            "{s} never ran"
+        );
+    }
+}
+
+fn subset_all_dtypes<T: Element>(alpha: T, beta: T) {
+    let sizes = [3, 2, 5, 2, 3, 2];
+    let a: ArrayD<T> = data(&sizes, 3);
+    let mut failures = Vec::new();
+    let mut count = BTreeMap::new();
+    for (i, perm) in all_perms(6).into_iter().enumerate() {
+        if i % 9 != 0 {
+            continue;
+        }
+        for forced in FORCED {
+            match run(&perm, &a, forced, false, alpha, beta) {
+                Ok(s) => tally(&mut count, forced, s),
+                Err(e) => failures.push(format!("{perm:?} {forced:?}: {e}")),
+            }
+        }
+        if alpha.is_exact_one() && beta.is_exact_zero() {
+            if let Err(e) = run(&perm, &a, None, true, alpha, beta) {
+                failures.push(format!("{perm:?} plain: {e}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures, first: {:#?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    for s in Schema::ALL {
+        assert!(
+            count.get(&format!("forced {s}")).copied().unwrap_or(0) > 0,
+            "{s} never ran"
+        );
+    }
+}
+
+#[test]
+fn permutations_f64_alpha_beta() {
+    subset_all_dtypes::<f64>(1.0, 0.0);
+    subset_all_dtypes::<f64>(-1.5, 0.0);
+    subset_all_dtypes::<f64>(2.0, 0.5);
+}
+
+#[test]
+fn permutations_complex() {
+    subset_all_dtypes::<Complex32>(Complex32::new(1.0, 0.0), Complex32::new(0.0, 0.0));
+    subset_all_dtypes::<Complex64>(Complex64::new(1.0, 0.0), Complex64::new(0.0, 0.0));
+    subset_all_dtypes::<Complex64>(Complex64::new(0.5, -2.0), Complex64::new(1.0, 1.0));
+    subset_all_dtypes::<f32>(3.0, -1.0);
+}
+
+#[test]
+fn ttc_cases_scaled_down() {
+    let cases = ttgt::bench::parse_ttc(ttgt::bench::TTC_TSV).unwrap();
+    let mut failures = Vec::new();
+    for (i, c) in cases.iter().enumerate() {
+        let vol: f64 = c.sizes.iter().map(|&s| s as f64).product();
+        let f = (vol / 6000.0).powf(1.0 / c.sizes.len() as f64).max(1.0);
+        // Scaled extents, made odd where they were even for a third of the cases.
+        let sizes: Vec<usize> = c
+            .sizes
+            .iter()
+            .map(|&s| {
+                let n = ((s as f64 / f).round() as usize).max(2);
+                if i % 3 == 0 {
+                    n | 1
+                } else {
+                    n
+                }
+            })
+            .collect();
+        let a32: ArrayD<f32> = data(&sizes, i);
+        let a64: ArrayD<Complex64> = data(&sizes, i);
+        for forced in FORCED {
+            if let Err(e) = run(&c.perm, &a32, forced, false, 1.0f32, 0.0) {
+                failures.push(format!("{} {sizes:?} {forced:?} f32: {e}", c.name));
+            }
+        }
+        if let Err(e) = run(&c.perm, &a32, None, true, 1.0f32, 0.0) {
+            failures.push(format!("{} {sizes:?} plain f32: {e}", c.name));
+        }
+        if let Err(e) = run(
+            &c.perm,
+            &a64,
+            None,
+            false,
+            Complex64::new(2.0, 1.0),
+            Complex64::new(0.5, 0.0),
+        ) {
+            failures.push(format!("{} {sizes:?} c64: {e}", c.name));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures, first: {:#?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+}
+
+#[test]
+fn odd_and_prime_extents() {
+    let mut failures = Vec::new();
+    let shapes: [&[usize]; 6] = [
+        &[7, 11, 13, 3],
+        &[31, 37],
+        &[33, 65],
+        &[1, 97, 1, 5],
+        &[5, 3, 29, 2, 1],
+        &[67, 3, 2],
+    ];
+    for sizes in shapes {
+        let a: ArrayD<f64> = data(sizes, 5);
+        for perm in all_perms(sizes.len()) {
+            for forced in FORCED {
+                if let Err(e) = run(&perm, &a, forced, false, 1.0f64, 0.0) {
+                    failures.push(format!("{sizes:?} {perm:?} {forced:?}: {e}"));
+                }
+            }
+            if let Err(e) = run(&perm, &a, None, true, 1.0f64, 0.0) {
+                failures.push(format!("{sizes:?} {perm:?} plain: {e}"));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures, first: {:#?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+}
+
+#[test]
+fn long_rows_widening_and_strided_views() {
+    // A long shared fastest dim (chunked FVI-Match-Large), widened to 16-byte moves.
+    let a: ArrayD<f32> = data(&[3, 9000], 2);
+    run(&[0, 1], &a, None, true, 1.0f32, 0.0).unwrap();
+    let a: ArrayD<f32> = data(&[5, 6, 8], 2);
+    let s = run(&[1, 0, 2], &a, None, true, 1.0f32, 0.0).unwrap();
+    assert!(s.is_some());
+    // Negative strides and a sliced input.
+    let base: ArrayD<f64> = data(&[9, 40, 6], 4);
+    let rev = base.slice(ndarray::s![..;-1, 3..37, ..;2]).into_dyn();
+    let view = rev.to_owned();
+    for perm in all_perms(3) {
+        let bshape = permuted_shape(rev.shape(), &perm);
+        let mut got = ArrayD::<f64>::zeros(IxDyn(&bshape));
+        let va = StridedView::of(&rev);
+        let mut vb = StridedViewMut::of(&mut got).unwrap();
+        for forced in FORCED {
+            let opts = TtlgOptions {
+                schema: forced,
+                ..TtlgOptions::default()
+            };
+            let Ok(plan) = TtlgPlan::new(
+                &perm,
+                va.layout(),
+                vb.layout(),
+                ttgt::DType::F64,
+                false,
+                &DeviceProps::emulator(),
+                &opts,
+            ) else {
+                continue;
+            };
+            emu::transpose(&plan, 1.0, &va, 0.0, &mut vb).unwrap();
+            let want = view.view().permuted_axes(IxDyn(&perm));
+            drop(vb);
+            assert_eq!(got, want, "{perm:?} {forced:?}");
+            vb = StridedViewMut::of(&mut got).unwrap();
+        }
+    }
+}
+
+#[test]
+fn emulator_reports_divergent_barriers_and_out_of_bounds() {
+    let mut b = vec![0f32; 4];
+    let meta = [0u8; 8];
+    let run = |name: &str, b: &mut Vec<f32>| {
+        let p = b.as_mut_ptr();
+        // SAFETY: the self-test kernels only touch `b` through the emulator's checks.
+        unsafe {
+            emu::launch_raw(
+                name,
+                [1, 1, 1],
+                [64, 1, 1],
+                0,
+                p.cast(),
+                (p.cast(), p.add(4).cast()),
+                p.cast(),
+                (p.cast(), p.add(4).cast()),
+                &meta,
+                meta.as_ptr().cast(),
+                meta.as_ptr().cast(),
+                0,
+            )
+        }
+    };
+    let e = run("emu_selftest_divergent_barrier", &mut b)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("reached by 32 of 64 threads"), "{e}");
+    let e = run("emu_selftest_out_of_bounds", &mut b)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("out-of-bounds"), "{e}");
+    let e = run("no_such_kernel", &mut b).unwrap_err().to_string();
+    assert!(e.contains("no kernel named"), "{e}");
+}
+
+fn emulated_contraction<T: Element>(spec: &str, sa: &[usize], sb: &[usize], alpha: T, beta: T) {
+    use ttgt::backend::cuda::contract::{execute_emulated, GpuContractionPlan};
+    let a: ArrayD<T> = data(sa, 4);
+    let b: ArrayD<T> = data(sb, 5);
+    let r = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+    let c0: ArrayD<T> = data(r.shape(), 6);
+    let want = r.mapv(|x| alpha * x) + c0.mapv(|x| beta * x);
+    let plan = GpuContractionPlan::new(
+        spec,
+        sa,
+        sb,
+        T::DTYPE,
+        beta.is_exact_zero(),
+        &DeviceProps::emulator(),
+    )
+    .unwrap();
+    let mut c = c0.clone();
+    execute_emulated(
+        &plan,
+        alpha,
+        a.as_slice().unwrap(),
+        b.as_slice().unwrap(),
+        beta,
+        c.as_slice_mut().unwrap(),
+    )
+    .unwrap_or_else(|e| panic!("{spec}: {e}\n{}", plan.describe()));
+    for (g, w) in c.iter().zip(want.iter()) {
+        assert!(
+            (*g - *w).abs_f64() <= 1e-3 * (1.0 + w.abs_f64()),
+            "{spec} {}: {g} vs {w}\n{}",
+            T::DTYPE,
+            plan.describe()
+        );
+    }
+}
+
+#[test]
+fn ttgt_contractions_emulated_with_cpu_gemm() {
+    let cases: [(&str, &[usize], &[usize]); 7] = [
+        ("ij,jk->ik", &[9, 7], &[7, 5]),
+        ("ij,kj->ki", &[9, 7], &[5, 7]),
+        ("abcd,dbef->acef", &[4, 5, 6, 7], &[7, 5, 3, 2]),
+        ("bij,bjk->bik", &[3, 8, 5], &[3, 5, 4]),
+        ("abc,cbd->da", &[4, 5, 6], &[6, 5, 7]),
+        ("aebf,dfce->abcd", &[3, 4, 5, 2], &[6, 2, 3, 4]),
+        ("i,j->ji", &[5], &[33]),
+    ];
+    for (spec, sa, sb) in cases {
+        emulated_contraction::<f32>(spec, sa, sb, 1.0, 0.0);
+        emulated_contraction::<f64>(spec, sa, sb, 0.5, 2.0);
+        emulated_contraction::<Complex32>(
+            spec,
+            sa,
+            sb,
+            Complex32::new(1.0, 0.0),
+            Complex32::new(0.0, 0.0),
+        );
+        emulated_contraction::<Complex64>(
+            spec,
+            sa,
+            sb,
+            Complex64::new(0.5, 1.0),
+            Complex64::new(-1.0, 0.5),
+        );
+    }
+    // Unsupported on the GPU path: a clear error, no panic.
+    let e = ttgt::backend::cuda::contract::GpuContractionPlan::new(
+        "iij,jk->ik",
+        &[3, 3, 4],
+        &[4, 2],
+        ttgt::DType::F64,
+        true,
+        &DeviceProps::emulator(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string().contains("not supported on the GPU path"),
+        "{e}"
+    );
+}
+
+#[test]
+fn index64_kernels_and_all_rank_buckets() {
+    let mut failures = Vec::new();
+    let mut kernels = std::collections::BTreeSet::new();
+    for (sizes, step) in [
+        (&[3usize, 2, 5, 2, 3, 2][..], 11),
+        (&[5, 7, 3][..], 1),
+        (&[33, 4][..], 1),
+    ] {
+        let a: ArrayD<Complex32> = data(sizes, 9);
+        for (i, perm) in all_perms(sizes.len()).into_iter().enumerate() {
+            if i % step != 0 {
+                continue;
+            }
+            for forced in FORCED {
+                for wide in [false, true] {
+                    match run_with(
+                        &perm,
+                        &a,
+                        forced,
+                        false,
+                        Complex32::new(2.0, -1.0),
+                        Complex32::new(0.5, 0.5),
+                        wide,
+                    ) {
+                        Ok(Some(s)) => {
+                            kernels.insert(format!("{}-{}", s.short_name(), wide));
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            failures.push(format!("{sizes:?} {perm:?} {forced:?} i64={wide}: {e}"))
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures, first: {:#?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    assert_eq!(kernels.len(), 8, "{kernels:?}");
+}

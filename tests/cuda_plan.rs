@@ -1,0 +1,211 @@
+//! Host-side TTLG planning (no GPU, no feature): schema decisions (Alg. 1), slice choice by
+//! the model (Alg. 3), index width, limits, the model's storage and fit.
+
+use ttgt::backend::cuda::contract::GpuContractionPlan;
+use ttgt::backend::cuda::ttlg::{
+    fit_least_squares, DeviceProps, GpuModel, Schema, TtlgOptions, TtlgPlan, MAX_OUTER_DIMS,
+};
+use ttgt::{DType, Layout};
+
+fn plan(perm: &[usize], sizes: &[usize], dtype: DType, plain: bool) -> TtlgPlan {
+    let a = Layout::row_major(sizes).unwrap();
+    let bs: Vec<usize> = perm.iter().map(|&p| sizes[p]).collect();
+    let b = Layout::row_major(&bs).unwrap();
+    TtlgPlan::new(
+        perm,
+        &a,
+        &b,
+        dtype,
+        plain,
+        &DeviceProps::nominal(),
+        &TtlgOptions::default(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn schema_decisions_follow_alg1() {
+    // Distinct fastest dims, both large: Orthogonal-Distinct.
+    assert_eq!(
+        plan(&[2, 1, 0], &[64, 48, 40], DType::F64, false).schema,
+        Schema::OrthogonalDistinct
+    );
+    // Shared fastest dim >= 32: FVI-Match-Large.
+    assert_eq!(
+        plan(&[1, 0, 2], &[40, 30, 64], DType::F64, false).schema,
+        Schema::FviMatchLarge
+    );
+    // Shared fastest dim < 32 with enough volume in the next dims: FVI-Match-Small.
+    assert_eq!(
+        plan(&[1, 0, 2], &[40, 30, 5], DType::F64, false).schema,
+        Schema::FviMatchSmall
+    );
+    // Fastest dims differ but the 32-element prefixes overlap: Orthogonal-Arbitrary.
+    let p = plan(&[0, 3, 2, 1], &[64, 2, 4, 2], DType::F32, false);
+    assert_eq!(p.schema, Schema::OrthogonalArbitrary, "{}", p.describe());
+}
+
+#[test]
+fn slices_are_warp_multiples_and_model_ranked() {
+    // 27^5 as in TTLG's Fig. 5, with a permutation that fuses nothing.
+    let sizes = [27usize; 5];
+    let p = plan(&[3, 1, 4, 0, 2], &sizes, DType::F64, false);
+    let va: usize = p.slice.input.extents(&p.problem).iter().product();
+    let vb: usize = p.slice.output.extents(&p.problem).iter().product();
+    eprintln!("27^5 example: {}", p.describe());
+    assert_eq!(p.schema, Schema::OrthogonalDistinct, "{}", p.describe());
+    assert!(va >= 27 && vb >= 27, "{}", p.describe());
+    assert!(p.predicted_seconds > 0.0);
+    // The chosen slice is the model's minimum among all candidates of the schema.
+    let opts = TtlgOptions {
+        schema: Some(p.schema),
+        ..TtlgOptions::default()
+    };
+    let a = Layout::row_major(&sizes).unwrap();
+    let again = TtlgPlan::new(
+        &[3, 1, 4, 0, 2],
+        &a,
+        &a,
+        DType::F64,
+        false,
+        &DeviceProps::nominal(),
+        &opts,
+    )
+    .unwrap();
+    assert_eq!(again.slice, p.slice);
+}
+
+#[test]
+fn widening_index_width_and_limits() {
+    // Plain f32 copies with a shared fastest dim of 4 move 16-byte elements.
+    let p = plan(&[1, 0, 2], &[300, 200, 4], DType::F32, true);
+    assert_eq!(p.problem.widen, 4);
+    assert!(p.kernel.contains("_c64_"), "{}", p.kernel);
+    assert!(p.kernel.contains("_i32_"));
+    // Not plain: no widening.
+    assert_eq!(
+        plan(&[1, 0, 2], &[300, 200, 4], DType::F32, false)
+            .problem
+            .widen,
+        1
+    );
+    // More than 2^31 elements: 64-bit indices (planning touches no data).
+    let p = plan(&[1, 0], &[70_000, 40_000], DType::F32, false);
+    assert!(p.index64 && p.kernel.contains("_i64_"));
+    // Too many dims left after fusion: a clear error.
+    let sizes = [2usize; 12];
+    let perm: Vec<usize> = (0..12).rev().collect();
+    let a = Layout::row_major(&sizes).unwrap();
+    let e = TtlgPlan::new(
+        &perm,
+        &a,
+        &a,
+        DType::F32,
+        false,
+        &DeviceProps::nominal(),
+        &TtlgOptions::default(),
+    );
+    assert!(e.is_err() || e.as_ref().unwrap().outer_rank <= MAX_OUTER_DIMS);
+    // A forced schema that does not apply.
+    let opts = TtlgOptions {
+        schema: Some(Schema::FviMatchLarge),
+        ..TtlgOptions::default()
+    };
+    let a = Layout::row_major(&[8, 9]).unwrap();
+    let b = Layout::row_major(&[9, 8]).unwrap();
+    let e = TtlgPlan::new(
+        &[1, 0],
+        &a,
+        &b,
+        DType::F32,
+        false,
+        &DeviceProps::nominal(),
+        &opts,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("does not apply"), "{e}");
+}
+
+#[test]
+fn planning_is_fast_enough_for_single_use() {
+    let cases = ttgt::bench::parse_ttc(ttgt::bench::TTC_TSV).unwrap();
+    let t = std::time::Instant::now();
+    for c in &cases {
+        let _ = plan(&c.perm, &c.sizes, DType::F64, false);
+    }
+    let per = t.elapsed().as_secs_f64() / cases.len() as f64;
+    eprintln!(
+        "TTLG planning: {:.1} us per TTC case (debug build)",
+        per * 1e6
+    );
+    assert!(per < 0.5, "planning takes {per} s");
+}
+
+#[test]
+fn model_round_trip_store_and_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    std::env::set_var("TTGT_GPU_MODEL_DIR", dir.path());
+    let mut m = GpuModel::default_for(&DeviceProps::nominal());
+    m.device = "Test GPU / 80GB".into();
+    let path = m.save().unwrap();
+    assert!(path.ends_with("Test_GPU___80GB.json"), "{}", path.display());
+    let back = GpuModel::load("Test GPU / 80GB").unwrap();
+    assert_eq!(back.device, m.device);
+    for (x, y) in back
+        .coefficients
+        .iter()
+        .flatten()
+        .zip(m.coefficients.iter().flatten())
+    {
+        assert!((x - y).abs() <= 1e-12 * y.abs(), "{x} vs {y}");
+    }
+    // The fit recovers known coefficients.
+    let truth = [2e-11, 3e-8, 5e-6];
+    let x: Vec<Vec<f64>> = (1..40)
+        .map(|i| {
+            vec![
+                (i * 1_000_003 % 977) as f64 * 1e6,
+                (i * 37 % 101) as f64 * 100.0,
+                1.0,
+            ]
+        })
+        .collect();
+    let y: Vec<f64> = x
+        .iter()
+        .map(|r| r.iter().zip(&truth).map(|(a, b)| a * b).sum())
+        .collect();
+    let c = fit_least_squares(&x, &y).unwrap();
+    for (c, t) in c.iter().zip(&truth) {
+        assert!((c - t).abs() <= 1e-4 * t.abs(), "{c} vs {t}");
+    }
+}
+
+#[test]
+fn contraction_matricization() {
+    let p = GpuContractionPlan::new(
+        "abcd,dbef->acef",
+        &[4, 5, 6, 7],
+        &[7, 5, 3, 2],
+        DType::F32,
+        true,
+        &DeviceProps::nominal(),
+    )
+    .unwrap();
+    assert_eq!((p.gemm.batch, p.gemm.m, p.gemm.n, p.gemm.k), (1, 24, 6, 35));
+    // b sits between a and c in A: at least one operand is transposed, C need not be.
+    assert!(p.pack_a.is_some() || p.pack_b.is_some());
+    assert!(p.unpack_c.is_none(), "{}", p.describe());
+    // Batched: b is a batch index; C in batch-M-N order needs no final transpose.
+    let p = GpuContractionPlan::new(
+        "bij,bjk->bik",
+        &[3, 8, 5],
+        &[3, 5, 4],
+        DType::F64,
+        false,
+        &DeviceProps::nominal(),
+    )
+    .unwrap();
+    assert_eq!((p.gemm.batch, p.gemm.m, p.gemm.n, p.gemm.k), (3, 8, 4, 5));
+    assert!(p.pack_a.is_none() && p.pack_b.is_none() && p.unpack_c.is_none());
+    assert!(p.describe().contains("in place"));
+}

@@ -72,6 +72,50 @@ fn every_family_is_listed_and_correct() {
     assert!(plan.candidates().iter().any(|c| c.parallel));
 }
 
+/// Workspace buffers are reused across executions (a process-wide pool): a run whose packs
+/// and GEMM temporary hold NaN and infinities must not leak into the next run of any
+/// candidate, at both GEMM libraries and with k = 0 (an empty contracted index).
+#[test]
+fn reused_workspace_never_leaks_into_results() {
+    for (spec, sa, sb) in [
+        ("abcd,ced->bea", vec![5, 4, 3, 6], vec![3, 7, 6]),
+        ("abk,kcb->ca", vec![4, 3, 0], vec![0, 5, 3]),
+    ] {
+        let a: ArrayD<f64> = random_array(&sa, 11);
+        let b: ArrayD<f64> = random_array(&sb, 12);
+        let mut poison_a = a.clone();
+        poison_a
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x = if i % 2 == 0 { f64::NAN } else { f64::INFINITY });
+        let want = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+        let mut c = ArrayD::<f64>::zeros(want.shape());
+        for lib in ttgt::model::GemmLibrary::ALL {
+            let o = PlanOptions {
+                library: Some(lib),
+                ..Default::default()
+            };
+            let mut plan = ContractionPlan::with_options(
+                spec,
+                &[Layout::of(&a), Layout::of(&b)],
+                &Layout::of(&c),
+                DType::F64,
+                &o,
+            )
+            .unwrap();
+            for i in 0..plan.candidates().len() {
+                plan.choose(i).unwrap();
+                for _ in 0..2 {
+                    run(&plan, &poison_a, &b, &mut c); // leaves NaN/inf in pooled buffers
+                    c.fill(f64::NAN);
+                    run(&plan, &a, &b, &mut c);
+                    close(&c, &want, 1e-12);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn gemm_shaped_contraction_copies_nothing() {
     let r = |d: &[usize]| Layout::row_major(d).unwrap();

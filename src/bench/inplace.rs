@@ -119,12 +119,26 @@ pub fn inplace_cases(seed: u64, count: usize) -> Vec<InPlaceCase> {
     out
 }
 
+/// Timed runs of a measurement go on past `repeat` until they add up to this much time
+/// (at most [`MAX_RUNS`] runs): a sub-millisecond case timed only a few times measures the
+/// wake-up of idle worker threads and the host's noise more than the work.
+const MIN_TIMED_SECONDS: f64 = 0.05;
+/// Upper bound of the timed runs of one measurement.
+const MAX_RUNS: usize = 1000;
+
+/// Best time of `f` over at least `repeat` runs (more for short runs, see
+/// [`MIN_TIMED_SECONDS`]).
 fn best(repeat: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     let mut t = f64::INFINITY;
-    for _ in 0..repeat.max(1) {
+    let mut total = 0.0;
+    let mut runs = 0;
+    while runs < repeat.max(1) || (total < MIN_TIMED_SECONDS && runs < MAX_RUNS) {
         let s = Instant::now();
         f()?;
-        t = t.min(s.elapsed().as_secs_f64());
+        let e = s.elapsed().as_secs_f64();
+        t = t.min(e);
+        total += e;
+        runs += 1;
     }
     Ok(t)
 }
@@ -174,7 +188,12 @@ fn run<T: Element>(c: &InPlaceCase, o: &InPlaceBenchOptions) -> Result<InPlaceRe
         Ok(())
     })?;
     let mut b = zeroed::<T>(elements, "bench copy destination")?;
-    let copy_seconds = copy_seconds_on(&a, &mut b, threads, o.repeat);
+    // the copy reference gets as many runs as the transposition (one timed copy per run)
+    let mut copy_seconds = f64::INFINITY;
+    best(o.repeat, || {
+        copy_seconds = copy_seconds.min(copy_seconds_on(&a, &mut b, threads, 1));
+        Ok(())
+    })?;
     let leaders = CycleLeaders::new(c.m, c.n)?;
     Ok(InPlaceResult {
         case: *c,

@@ -6,6 +6,7 @@ mod alloc;
 mod element;
 mod layout;
 mod view;
+mod workspace;
 
 pub use alloc::{advise_huge, huge_page_mode};
 pub(crate) use alloc::{zeroed, zeroed_aligned};
@@ -13,3 +14,7 @@ pub use element::{DType, Element};
 pub(crate) use layout::spans_overlap;
 pub use layout::{check_permutation, Layout};
 pub use view::{StridedView, StridedViewMut};
+pub use workspace::{
+    release_workspace, retained_workspace_bytes, set_workspace_retention, workspace_retention,
+};
+pub(crate) use workspace::{take_aligned, Workspace};

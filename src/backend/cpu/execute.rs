@@ -8,7 +8,7 @@ use crate::einsum::Label;
 use crate::error::{Error, Result};
 use crate::plan::{group, packed_layout, Candidate, ContractionPlan, Epilogue, OperandPrep};
 use crate::tensor::{
-    spans_overlap, zeroed, zeroed_aligned, Element, Layout, StridedView, StridedViewMut,
+    spans_overlap, take_aligned, zeroed, Element, Layout, StridedView, StridedViewMut, Workspace,
 };
 use crate::transpose::{accumulate, cached_plan, on_threads, TransposeOptions};
 
@@ -94,11 +94,13 @@ fn pack<'a, T: Element>(
     labels: &[crate::einsum::Label],
     order: &[crate::einsum::Label],
     ext: &dyn Fn(crate::einsum::Label) -> usize,
-    buf: &'a mut Vec<T>,
+    retain: bool,
+    buf: &'a mut Workspace<T>,
 ) -> Result<StridedView<'a, T>> {
     let layout = packed_layout(order, labels, ext)?;
-    // 64-byte aligned, so that the transposition can stream its stores.
-    let (data, off) = zeroed_aligned(v.layout().len(), "a packed operand")?;
+    // 64-byte aligned, so that the transposition can stream its stores; a reused buffer (the
+    // transpose with beta = 0 writes every element of the packed layout before any read).
+    let (data, off) = take_aligned(v.layout().len(), retain, "a packed operand")?;
     *buf = data;
     {
         let mut dst = StridedViewMut::from_slice(buf, layout.clone(), off)?;
@@ -179,22 +181,29 @@ impl ContractionPlan {
         };
 
         let (pa, pb) = (&self.preps[0], &self.preps[1]);
-        let (mut buf_a, mut buf_b) = (Vec::new(), Vec::new());
+        // Workspace goes back to the process-wide pool after the call, except under a
+        // workspace limit (memory is short: nothing outlives the call).
+        let retain = self.options.workspace_limit.is_none();
+        let (mut buf_a, mut buf_b) = (Workspace::default(), Workspace::default());
         let t = Instant::now();
         let a = match &cand.a_pack {
-            Some(order) => pack(threads, &views[0], &pa.kept, order, &ext, &mut buf_a)?,
+            Some(order) => pack(
+                threads, &views[0], &pa.kept, order, &ext, retain, &mut buf_a,
+            )?,
             None => views[0].clone(),
         };
         times.pack_a = t.elapsed();
         let t = Instant::now();
         let b = match &cand.b_pack {
-            Some(order) => pack(threads, &views[1], &pb.kept, order, &ext, &mut buf_b)?,
+            Some(order) => pack(
+                threads, &views[1], &pb.kept, order, &ext, retain, &mut buf_b,
+            )?,
             None => views[1].clone(),
         };
         times.pack_b = t.elapsed();
 
         let t = Instant::now();
-        let mut tmp: Vec<T> = Vec::new();
+        let mut tmp: Workspace<T> = Workspace::default();
         let mut tmp_off = 0;
         let direct = cand.c_temp.is_none();
         if let Some(ip) = &cand.c_in_place {
@@ -228,7 +237,8 @@ impl ContractionPlan {
         let (c_ptr, c_layout, g_alpha, g_beta) = match &cand.c_temp {
             None => (c.as_mut_ptr(), c.layout().clone(), alpha, beta),
             Some(order) => {
-                let (data, off) = zeroed_aligned(self.c.len(), "the GEMM result")?;
+                // a reused buffer: the GEMMs start it with beta = 0, which never reads C
+                let (data, off) = take_aligned(self.c.len(), retain, "the GEMM result")?;
                 tmp = data;
                 tmp_off = off;
                 (

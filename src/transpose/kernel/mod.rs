@@ -243,7 +243,6 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     let w = m.w;
     debug_assert!(t.sai == 1 && t.sbj == 1);
     let es = std::mem::size_of::<T>() as isize;
-    let (fi, fj) = (t.ni / w * w, t.nj / w * w);
     let (lda, ldb) = (t.saj * es, t.sbi * es);
     let (al, be) = (sc.alpha.re(), sc.beta.re());
     // Non-temporal stores when every destination row of a micro-tile is aligned: rows are
@@ -252,6 +251,36 @@ pub(crate) unsafe fn tile_simd<T: Element>(
         Some((g, align)) if stream && ldb % align as isize == 0 => Some((g, align)),
         _ => None,
     };
+    // When the rows are equally misaligned (user arrays are often only 16-byte aligned), the
+    // micro-tile grid starts `shift` elements into each row so that every micro-tile row is
+    // aligned; the first `shift` columns go to a scalar strip on the left.
+    let shift = match nt {
+        Some((_, align)) if (b as usize).is_multiple_of(es as usize) => {
+            let mis = b as usize % align;
+            let s = if mis == 0 {
+                0
+            } else {
+                (align - mis) / es as usize
+            };
+            if s < t.nj && t.nj - s >= w {
+                s
+            } else {
+                0
+            }
+        }
+        _ => 0,
+    };
+    if shift > 0 {
+        // SAFETY: the left strip and the shifted rest are sub-tiles of `t` (shift < nj).
+        let left = Tile { nj: shift, ..*t };
+        tile_scalar(a, b, &left, sc);
+    }
+    let (a, b) = (a.offset(shift as isize * t.saj), b.add(shift));
+    let t = &Tile {
+        nj: t.nj - shift,
+        ..*t
+    };
+    let (fi, fj) = (t.ni / w * w, t.nj / w * w);
     for i0 in (0..fi as isize).step_by(w) {
         for j0 in (0..fj as isize).step_by(w) {
             let dst = b.offset(j0 + i0 * t.sbi);
@@ -375,10 +404,14 @@ mod tests {
     use super::*;
     use num_complex::{Complex32, Complex64};
 
+    /// Columns of the test tile (wide enough for a shifted 16-wide grid).
+    const NJ: usize = 45;
+
     /// Every micro-kernel against the scalar tile, on a tile with remainders; `ldb` of 64
-    /// elements and an aligned start make the non-temporal variants run too.
-    fn check<T: Element>(ldb_pad: usize) {
-        let (ni, nj) = (37usize, 29usize);
+    /// elements makes the non-temporal variants run too, from an aligned start (`shift` 0)
+    /// or `shift` elements past one (the shifted micro-tile grid).
+    fn check<T: Element>(ldb_pad: usize, shift: usize) {
+        let (ni, nj) = (37usize, NJ);
         let (lda, ldb) = (ni + 3, nj + ldb_pad);
         let a: Vec<T> = (0..lda * nj)
             .map(|x| T::from_parts(x as f64 * 0.5 - 7.0, x as f64))
@@ -390,7 +423,8 @@ mod tests {
         let es = std::mem::size_of::<T>();
         let off = (0..64)
             .find(|k| (b0.as_ptr() as usize + k * es).is_multiple_of(64))
-            .unwrap_or(0);
+            .unwrap_or(0)
+            + shift;
         let t = Tile {
             ni,
             nj,
@@ -430,11 +464,13 @@ mod tests {
 
     #[test]
     fn micro_kernels_match_scalar() {
-        for pad in [5, 64 - 29] {
-            check::<f32>(pad);
-            check::<f64>(pad);
-            check::<Complex32>(pad);
-            check::<Complex64>(pad);
+        for pad in [5, 64 - NJ] {
+            for shift in [0, 1, 2, 3, 7] {
+                check::<f32>(pad, shift);
+                check::<f64>(pad, shift);
+                check::<Complex32>(pad, shift.min(3));
+                check::<Complex64>(pad, shift.min(3));
+            }
         }
     }
 

@@ -226,8 +226,8 @@ fn run_binary<T: Element>(
 
 /// Every kind of candidate the planner lists (direct GEMM, TTGT, loop-over-GEMM with
 /// batch-reduce, mixtures; each GEMM library; serial and parallel loops), forced one at a
-/// time (at most 16 per case, spread over the list), and the choice under a random workspace
-/// limit.
+/// time (at most 16 per case, spread over the list), in-place and tiled write-backs, and the
+/// choice under a random workspace limit.
 #[allow(clippy::too_many_arguments)]
 fn run_candidates<T: Element>(
     spec: &str,
@@ -259,6 +259,17 @@ fn run_candidates<T: Element>(
         .map_err(|e| fail(format!("plan: {e}")))?
         .candidates()
         .len();
+    // Candidate `i` of the plan made with `o`, run into `c`.
+    let forced = |c: &mut ArrayViewMutD<'_, T>, o: &PlanOptions, i: usize| {
+        let mut plan = plan_for(c, o)?;
+        plan.choose(i)?;
+        let what = plan.chosen().map(|c| c.summary()).unwrap_or_default();
+        let mut cv = StridedViewMut::of(c)?;
+        let ins = [StridedView::of(a), StridedView::of(b)];
+        plan.execute(alpha, &ins, beta, &mut cv)
+            .map_err(|e| ttgt::Error::Unsupported(format!("{what}: {e}")))
+            .map(|_| ())
+    };
     let step = n.div_ceil(16).max(1);
     let picks: Vec<usize> = (0..n).step_by(step).chain([n - 1]).collect();
     for i in picks {
@@ -270,16 +281,7 @@ fn run_candidates<T: Element>(
             beta,
             want,
             tol,
-            |c| {
-                let mut plan = plan_for(c, &opts)?;
-                plan.choose(i)?;
-                let what = plan.chosen().map(|c| c.summary()).unwrap_or_default();
-                let mut cv = StridedViewMut::of(c)?;
-                let ins = [StridedView::of(a), StridedView::of(b)];
-                plan.execute(alpha, &ins, beta, &mut cv)
-                    .map_err(|e| ttgt::Error::Unsupported(format!("{what}: {e}")))?;
-                Ok(())
-            },
+            |c| forced(c, &opts, i),
         )
         .map_err(fail)?;
     }
@@ -312,6 +314,35 @@ fn run_candidates<T: Element>(
                 plan.execute(alpha, &ins, beta, &mut cv)?;
                 Ok(())
             },
+        )
+        .map_err(fail)?;
+    }
+    // Tiled write-backs (C computed block by block into a buffer, each block transposed
+    // into C), with blocks small enough that these small tensors have many of them.
+    let tiled_opts = PlanOptions {
+        tile_bytes: Some(T::DTYPE.size_bytes() * (2 + (seed % 24) as usize)),
+        ..opts.clone()
+    };
+    let tiled: Vec<usize> = match plan_for(&built.view_mut(&mut probe_store), &tiled_opts) {
+        Ok(p) => {
+            let all: Vec<usize> = (0..p.candidates().len())
+                .filter(|&i| p.candidates()[i].c_tiles.is_some())
+                .collect();
+            let step = all.len().div_ceil(4).max(1);
+            all.into_iter().step_by(step).collect()
+        }
+        Err(_) => Vec::new(),
+    };
+    for i in tiled {
+        check_into(
+            &format!("tiled candidate {i}"),
+            rc,
+            seed ^ 0x3c ^ i as u64,
+            alpha,
+            beta,
+            want,
+            tol,
+            |c| forced(c, &tiled_opts, i),
         )
         .map_err(fail)?;
     }

@@ -171,6 +171,9 @@ pub struct ContractArgs {
     /// Most bytes of workspace the plan may use (packed operands, temporary result).
     #[arg(long, value_name = "BYTES")]
     pub workspace: Option<usize>,
+    /// Largest block of C a tiled write-back computes at a time, in bytes (default 512 KiB).
+    #[arg(long, value_name = "BYTES")]
+    pub tile_bytes: Option<usize>,
 
     /// Random mode: time the best-predicted candidates for this many milliseconds and keep
     /// the fastest (default: the cost models alone choose).
@@ -179,7 +182,7 @@ pub struct ContractArgs {
 }
 
 impl ContractArgs {
-    /// Planning options from --threads, --gemm and --workspace.
+    /// Planning options from --threads, --gemm, --workspace and --tile-bytes.
     pub fn plan_options(&self) -> CliResult<ttgt::plan::PlanOptions> {
         let library = match &self.gemm {
             Some(g) => Some(g.parse::<ttgt::model::GemmLibrary>()?),
@@ -189,6 +192,7 @@ impl ContractArgs {
             threads: self.threads,
             workspace_limit: self.workspace,
             library,
+            tile_bytes: self.tile_bytes,
             ..Default::default()
         })
     }

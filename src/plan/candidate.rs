@@ -15,16 +15,17 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::sync::Arc;
 
 use super::groups::{by_stride, fuse, group, packed_layout};
-use super::options::PlanOptions;
+use super::options::{PlanOptions, DEFAULT_TILE_BYTES};
 use super::prepare::OperandPrep;
 use crate::einsum::{BoundSpec, Label};
 use crate::error::{Error, Result};
 use crate::model::{gemm_coeffs, predict_transpose, profile, GemmLibrary, Profile};
 use crate::tensor::{DType, Layout};
 use crate::transpose::inplace::{InPlaceOptions, InPlacePlan};
-use crate::transpose::{TransposeOptions, TransposePlan};
+use crate::transpose::{TransposeOptions, TransposePlan, STREAM_MIN_BYTES};
 
 /// The family a candidate belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -93,6 +94,30 @@ pub struct InPlaceC {
     pub back: InPlacePlan,
 }
 
+/// The GEMM computes C one block at a time into a small buffer that stays in cache, and
+/// each block is transposed into its place in C right after: the TTGT write-back without a
+/// C-sized temporary and without that temporary's round trip through memory.
+#[derive(Clone, Debug)]
+pub struct TiledC {
+    /// Labels iterated over blocks, outermost first: every batch label and the outermost M
+    /// and N labels (in the candidate's group orders). One value of these is one block.
+    pub loops: Vec<Label>,
+    /// Axes of the block buffer, row-major, outermost first: the other output labels.
+    pub order: Vec<Label>,
+    /// Elements of one block.
+    pub block_len: usize,
+    /// The transposition of one block buffer into its block of C (on one thread when the
+    /// blocks run in parallel), streaming its stores when C is large.
+    pub(crate) plan: Arc<TransposePlan>,
+}
+
+impl TiledC {
+    /// Number of blocks.
+    pub fn blocks(&self, extent: impl Fn(Label) -> usize) -> usize {
+        self.loops.iter().map(|&l| extent(l)).product()
+    }
+}
+
 /// One way to run a two-operand contraction.
 #[derive(Clone, Debug)]
 pub struct Candidate {
@@ -105,6 +130,10 @@ pub struct Candidate {
     pub c_temp: Option<Vec<Label>>,
     /// The GEMM writes C's memory in another order, permuted in place afterwards.
     pub c_in_place: Option<InPlaceC>,
+    /// The GEMM writes C block by block into a cached buffer, each block transposed into C
+    /// right after it is computed. `loops`, `reduce` and the GEMM dimensions are then those
+    /// of one block, and `parallel` says whether blocks run on rayon threads.
+    pub c_tiles: Option<TiledC>,
     /// Labels fused into the GEMM's rows, outermost first.
     pub m: Vec<Label>,
     /// Labels fused into the GEMM's columns.
@@ -140,11 +169,10 @@ fn names(ls: &[Label]) -> String {
 impl Candidate {
     /// The family of the candidate.
     pub fn kind(&self) -> CandidateKind {
-        let copies = self.a_pack.is_some()
-            || self.b_pack.is_some()
-            || self.c_temp.is_some()
-            || self.c_in_place.is_some();
-        let looped = !self.reduce.is_empty() || self.loops.len() > self.batch_loops;
+        let copies = self.copies() > 0;
+        let looped = !self.reduce.is_empty()
+            || self.loops.len() > self.batch_loops
+            || self.c_tiles.is_some();
         match (copies, looped) {
             (false, false) => CandidateKind::Direct,
             (true, false) => CandidateKind::Ttgt,
@@ -159,6 +187,7 @@ impl Candidate {
             + self.b_pack.is_some() as usize
             + self.c_temp.is_some() as usize
             + self.c_in_place.is_some() as usize
+            + self.c_tiles.is_some() as usize
     }
 
     /// One line: kind, packing, GEMM shape and loops, library.
@@ -184,7 +213,11 @@ impl Candidate {
                 l += &format!(
                     ", loops {}{}",
                     names(&self.loops),
-                    if self.parallel { " in parallel" } else { "" }
+                    if self.parallel && self.c_tiles.is_none() {
+                        " in parallel"
+                    } else {
+                        ""
+                    }
                 );
             }
             if !self.reduce.is_empty() {
@@ -194,6 +227,14 @@ impl Candidate {
         }
         if let Some(o) = &self.c_temp {
             parts.push(format!("T[{}] -> C", names(o)));
+        }
+        if let Some(t) = &self.c_tiles {
+            parts.push(format!(
+                "blocks over {}{}: T[{}] -> C per block",
+                names(&t.loops),
+                if self.parallel { " in parallel" } else { "" },
+                names(&t.order)
+            ));
         }
         if let Some(ip) = &self.c_in_place {
             parts.push(format!(
@@ -334,7 +375,15 @@ struct Pricer<'a> {
     profile: Profile,
     memo: HashMap<(u8, Vec<Label>), f64>,
     in_place: HashMap<Vec<Label>, Option<(InPlaceC, f64)>>,
+    tiles: HashMap<TileKey, (Arc<TransposePlan>, f64)>,
 }
+
+/// Block labels, block buffer order, threads of the block transposition.
+type TileKey = (Vec<Label>, Vec<Label>, usize);
+
+/// The block buffer of a tiled write-back is read from cache, not memory: its transposition
+/// into C is priced at this share of an out-of-place transposition of the same bytes.
+const CACHED_BLOCK_SHARE: f64 = 0.6;
 
 impl Pricer<'_> {
     /// The in-place write-back of C through `order`, with its predicted seconds (C's
@@ -373,6 +422,42 @@ impl Pricer<'_> {
         Ok(r)
     }
 
+    /// The transposition of a block buffer (axes `order`, row-major) into C's block at one
+    /// value of `loops`, on `threads` threads, with its predicted seconds.
+    fn tile_plan(
+        &mut self,
+        loops: &[Label],
+        order: &[Label],
+        threads: usize,
+    ) -> Result<(Arc<TransposePlan>, f64)> {
+        let key = (loops.to_vec(), order.to_vec(), threads);
+        if let Some(x) = self.tiles.get(&key) {
+            return Ok(x.clone());
+        }
+        let pb = self.pb;
+        let out = pb.bound.output();
+        let rest: Vec<usize> = (0..out.len())
+            .filter(|&i| !loops.contains(&out[i]))
+            .collect();
+        let rest_labels: Vec<Label> = rest.iter().map(|&i| out[i]).collect();
+        let from = packed_layout(order, &rest_labels, |l| pb.bound.extent(l))?;
+        let to = Layout::new(
+            rest.iter().map(|&i| pb.c.dims()[i]).collect(),
+            rest.iter().map(|&i| pb.c.strides()[i]).collect(),
+        )?;
+        let big = pb.c.len() * pb.dtype.size_bytes() >= STREAM_MIN_BYTES;
+        let opts = TransposeOptions {
+            threads: Some(threads),
+            streaming: big.then_some(true),
+            ..Default::default()
+        };
+        let ident: Vec<usize> = (0..rest.len()).collect();
+        let plan = Arc::new(TransposePlan::new(&ident, &from, &to, pb.dtype, &opts)?);
+        let t = predict_transpose(&plan, false, &self.profile) * CACHED_BLOCK_SHARE;
+        self.tiles.insert(key, (plan.clone(), t));
+        Ok((plan, t))
+    }
+
     /// Predicted seconds of copying `src` (axes `labels`) into the row-major `order` layout
     /// (`which`: 0 = A, 1 = B, 2 = the temporary into C).
     fn copy_cost(&mut self, which: u8, order: &[Label]) -> Result<f64> {
@@ -403,6 +488,253 @@ impl Pricer<'_> {
         self.memo.insert((which, order.to_vec()), t);
         Ok(t)
     }
+}
+
+/// The layout of an operand as the GEMM sees it: packed row-major in `order`, or as it is.
+fn operand_layout(
+    order: &Option<Vec<Label>>,
+    prep: &OperandPrep,
+    pb: &Problem<'_>,
+) -> Result<Layout> {
+    match order {
+        Some(o) => packed_layout(o, &prep.kept, |l| pb.bound.extent(l)),
+        None => Ok(prep.prepared.clone()),
+    }
+}
+
+/// How the GEMM covers M, N and K (in the given orders) once A, B and C (or the buffer the
+/// GEMM writes) have layouts `la`, `lb`, `lc`: the fused groups, the M/N labels left as
+/// loops (by decreasing stride in `lc`), the K labels left as batch-reduce loops, the
+/// matrix sizes, and the scattered-access penalty of one call.
+struct Geometry {
+    gm: Vec<Label>,
+    gn: Vec<Label>,
+    gk: Vec<Label>,
+    free: Vec<Label>,
+    reduce: Vec<Label>,
+    mnk: (usize, usize, usize),
+    penalty: f64,
+}
+
+fn geometry(
+    pb: &Problem<'_>,
+    [mo, no, ko]: [&[Label]; 3],
+    [la, lb, lc]: [&Layout; 3],
+    p: &Profile,
+) -> Geometry {
+    let (pa, pbp, out) = (&pb.preps[0], &pb.preps[1], pb.bound.output());
+    let ta: (&[Label], &Layout) = (&pa.kept, la);
+    let tb: (&[Label], &Layout) = (&pbp.kept, lb);
+    let tc: (&[Label], &Layout) = (out, lc);
+    let gm = fused_suffix(mo, &[ta, tc]);
+    let gn = fused_suffix(no, &[tb, tc]);
+    let gk = fused_suffix(ko, &[ta, tb]);
+    let free: Vec<Label> = mo[..mo.len() - gm.len()]
+        .iter()
+        .chain(&no[..no.len() - gn.len()])
+        .copied()
+        .collect();
+    let free = by_stride(&free, out, lc);
+    let reduce = ko[..ko.len() - gk.len()].to_vec();
+    let (m, a_rs) = matdim(&gm, &pa.kept, la);
+    let (k, a_cs) = matdim(&gk, &pa.kept, la);
+    let (_, b_rs) = matdim(&gk, &pbp.kept, lb);
+    let (n, b_cs) = matdim(&gn, &pbp.kept, lb);
+    let (_, c_rs) = matdim(&gm, out, lc);
+    let (_, c_cs) = matdim(&gn, out, lc);
+    let es = pb.dtype.size_bytes();
+    let penalty = access_penalty((m, a_rs), (k, a_cs), (n as f64 / 1024.0).ceil(), es, p)
+        + access_penalty((k, b_rs), (n, b_cs), 1.0, es, p)
+        + access_penalty((m, c_rs), (n, c_cs), 2.0, es, p);
+    Geometry {
+        gm,
+        gn,
+        gk,
+        free,
+        reduce,
+        mnk: (m, n, k),
+        penalty,
+    }
+}
+
+/// What the tiled candidates of one choice of group orders and packs share.
+struct TileSpace<'a> {
+    /// Batch, M, N and K labels in the orders of this choice.
+    groups: [&'a [Label]; 4],
+    /// A's and B's packed orders (`None`: used as they are).
+    packs: [&'a Option<Vec<Label>>; 2],
+    libs: &'a [GemmLibrary],
+    tile_bytes: usize,
+    prepare_cost: f64,
+    sums_bytes: usize,
+    limit: usize,
+}
+
+/// Identity of a tiled candidate before the library and parallelism choices: packs, block
+/// labels, block order, GEMM groups, inner loops.
+type TiledKey = (
+    [Option<Vec<Label>>; 2],
+    Vec<Label>,
+    Vec<Label>,
+    [Vec<Label>; 3],
+    Vec<Label>,
+);
+
+/// Adds the tiled write-back candidates of one choice of group orders and packs: blocks are
+/// the values of every batch label and of an outer part of M and N (outermost by the group
+/// orders), chosen so a block of C holds at most `tile_bytes` and not much less (for each
+/// number of M labels iterated, the fewest N labels that fit, and the other way round).
+/// Offered only when C is larger than four blocks.
+fn tiled_candidates(
+    pricer: &mut Pricer<'_>,
+    sp: &TileSpace<'_>,
+    seen: &mut HashSet<TiledKey>,
+    all: &mut Vec<Candidate>,
+    excluded: &mut Vec<Candidate>,
+) -> Result<()> {
+    let pb = pricer.pb;
+    let threads = pricer.threads;
+    let out = pb.bound.output();
+    let ext = |l: Label| pb.bound.extent(l);
+    let es = pb.dtype.size_bytes();
+    let [batch, mo, no, ko] = sp.groups;
+    let [ac, bc] = sp.packs;
+    let (pa, pbp) = (&pb.preps[0], &pb.preps[1]);
+    let c_len = pb.c.len();
+    if c_len == 0 || c_len.saturating_mul(es) <= sp.tile_bytes.saturating_mul(4) {
+        return Ok(());
+    }
+    let prod = |ls: &[Label]| ls.iter().map(|&l| ext(l)).product::<usize>();
+    let fits = |i: usize, j: usize| prod(&mo[i..]) * prod(&no[j..]) * es <= sp.tile_bytes;
+    let mut splits: Vec<(usize, usize)> = Vec::new();
+    for i in 0..=mo.len() {
+        if let Some(j) = (0..=no.len()).find(|&j| fits(i, j)) {
+            splits.push((i, j));
+        }
+    }
+    for j in 0..=no.len() {
+        if let Some(i) = (0..=mo.len()).find(|&i| fits(i, j)) {
+            splits.push((i, j));
+        }
+    }
+    splits.sort_unstable();
+    splits.dedup();
+    let la = operand_layout(ac, pa, pb)?;
+    let lb = operand_layout(bc, pbp, pb)?;
+    let mut costs = StepCosts {
+        prepare: sp.prepare_cost,
+        ..Default::default()
+    };
+    if let Some(o) = ac {
+        costs.pack_a = pricer.copy_cost(0, o)?;
+    }
+    if let Some(o) = bc {
+        costs.pack_b = pricer.copy_cost(1, o)?;
+    }
+    let packs_bytes = es
+        * (ac.as_ref().map_or(0, |_| pa.prepared.len())
+            + bc.as_ref().map_or(0, |_| pbp.prepared.len()));
+    for (i, j) in splits {
+        let (mr, nr) = (&mo[i..], &no[j..]);
+        let block_len = prod(mr) * prod(nr);
+        // Tiny blocks cost a GEMM call and a transposition call each.
+        if block_len * es < sp.tile_bytes / 64 {
+            continue;
+        }
+        let tiles: Vec<Label> = batch
+            .iter()
+            .chain(&mo[..i])
+            .chain(&no[..j])
+            .copied()
+            .collect();
+        let tiles = by_stride(&tiles, out, pb.c);
+        let blocks = prod(&tiles);
+        for order in [[mr, nr].concat(), [nr, mr].concat()] {
+            let lt = packed_layout(&order, out, ext)?;
+            let p = pricer.profile.clone();
+            let Geometry {
+                gm,
+                gn,
+                gk,
+                free: inner,
+                reduce,
+                mnk: (m, n, k),
+                penalty,
+            } = geometry(pb, [mr, nr, ko], [&la, &lb, &lt], &p);
+            let key = (
+                [ac.clone(), bc.clone()],
+                tiles.clone(),
+                order.clone(),
+                [gm.clone(), gn.clone(), gk.clone()],
+                inner.clone(),
+            );
+            if !seen.insert(key) {
+                continue;
+            }
+            let independent = prod(&inner);
+            let reductions = prod(&reduce);
+            let calls = blocks * independent * reductions.max(1);
+            for &library in sp.libs {
+                let par_opts: &[bool] = if threads > 1 && blocks > 1 && library == GemmLibrary::Gemm
+                {
+                    &[false, true]
+                } else {
+                    &[false]
+                };
+                for &parallel in par_opts {
+                    let gt = if parallel { 1 } else { threads };
+                    let (plan, per_block) = pricer.tile_plan(&tiles, &order, gt)?;
+                    let co = gemm_coeffs(&p, library, pb.dtype, gt);
+                    let per = co.seconds(m, n, k) + penalty / gt as f64;
+                    let waves = if parallel {
+                        blocks.div_ceil(threads)
+                    } else {
+                        blocks
+                    };
+                    let buffers = if parallel { threads.min(blocks) } else { 1 };
+                    // each buffer rounded up to whole 64-byte lines, plus one for alignment
+                    let workspace = sp.sums_bytes
+                        + packs_bytes
+                        + buffers * (block_len * es).div_ceil(64) * 64
+                        + 64;
+                    let c = Candidate {
+                        a_pack: ac.clone(),
+                        b_pack: bc.clone(),
+                        c_temp: None,
+                        c_in_place: None,
+                        c_tiles: Some(TiledC {
+                            loops: tiles.clone(),
+                            order: order.clone(),
+                            block_len,
+                            plan,
+                        }),
+                        m: gm.clone(),
+                        n: gn.clone(),
+                        k: gk.clone(),
+                        loops: inner.clone(),
+                        reduce: reduce.clone(),
+                        parallel,
+                        library,
+                        gemm_threads: gt,
+                        gemm_shape: (calls, m, n, k),
+                        workspace_bytes: workspace,
+                        predicted: StepCosts {
+                            gemm: (waves * independent * reductions.max(1)) as f64 * per,
+                            write_c: waves as f64 * per_block,
+                            ..costs
+                        },
+                        batch_loops: 0,
+                    };
+                    if workspace > sp.limit {
+                        excluded.push(c);
+                    } else {
+                        all.push(c);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Lists every candidate of a two-operand contraction under `options`, priced and sorted.
@@ -438,6 +770,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
         profile: profile(),
         memo: HashMap::new(),
         in_place: HashMap::new(),
+        tiles: HashMap::new(),
     };
     // In-place write-backs are slower than out-of-place ones and their planning searches
     // swap sequences: offered only when the limit leaves no room for a temporary C.
@@ -466,6 +799,8 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
         });
     }
 
+    let tile_bytes = options.tile_bytes.unwrap_or(DEFAULT_TILE_BYTES).max(1);
+    let mut seen_tiles = HashSet::new();
     let mut seen = HashSet::new();
     let mut all = Vec::new();
     let mut excluded = Vec::new();
@@ -495,34 +830,39 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                 }
                 for ac in &a_choices {
                     for bc in &b_choices {
+                        tiled_candidates(
+                            &mut pricer,
+                            &TileSpace {
+                                groups: [&batch, mo, no, ko],
+                                packs: [ac, bc],
+                                libs: &libs,
+                                tile_bytes,
+                                prepare_cost,
+                                sums_bytes,
+                                limit,
+                            },
+                            &mut seen_tiles,
+                            &mut all,
+                            &mut excluded,
+                        )?;
                         for (cc, in_place) in &c_choices {
-                            let la = match ac {
-                                Some(o) => packed_layout(o, &pa.kept, ext)?,
-                                None => pa.prepared.clone(),
-                            };
-                            let lb = match bc {
-                                Some(o) => packed_layout(o, &pbp.kept, ext)?,
-                                None => pbp.prepared.clone(),
-                            };
+                            let la = operand_layout(ac, pa, pb)?;
+                            let lb = operand_layout(bc, pbp, pb)?;
                             let lc = match cc {
                                 Some(o) => packed_layout(o, out, ext)?,
                                 None => pb.c.clone(),
                             };
-                            let ta: (&[Label], &Layout) = (&pa.kept, &la);
-                            let tb: (&[Label], &Layout) = (&pbp.kept, &lb);
-                            let tc: (&[Label], &Layout) = (out, &lc);
-                            let gm = fused_suffix(mo, &[ta, tc]);
-                            let gn = fused_suffix(no, &[tb, tc]);
-                            let gk = fused_suffix(ko, &[ta, tb]);
+                            let Geometry {
+                                gm,
+                                gn,
+                                gk,
+                                free,
+                                reduce,
+                                mnk: (m, n, k),
+                                penalty,
+                            } = geometry(pb, [mo, no, ko], [&la, &lb, &lc], &pricer.profile);
                             let mut loops = batch.clone();
-                            let mut free: Vec<Label> = mo[..mo.len() - gm.len()]
-                                .iter()
-                                .chain(&no[..no.len() - gn.len()])
-                                .copied()
-                                .collect();
-                            free = by_stride(&free, out, &lc);
                             loops.extend(free);
-                            let reduce = ko[..ko.len() - gk.len()].to_vec();
                             let ip = match (cc, in_place, &c_phys) {
                                 (Some(o), true, Some(phys)) => match pricer.in_place(o, phys)? {
                                     Some(x) => Some(x),
@@ -555,12 +895,6 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                                 });
                             let independent: usize = loops.iter().map(|&l| ext(l)).product();
                             let reductions: usize = reduce.iter().map(|&l| ext(l)).product();
-                            let (m, a_rs) = matdim(&gm, &pa.kept, &la);
-                            let (k, a_cs) = matdim(&gk, &pa.kept, &la);
-                            let (_, b_rs) = matdim(&gk, &pbp.kept, &lb);
-                            let (n, b_cs) = matdim(&gn, &pbp.kept, &lb);
-                            let (_, c_rs) = matdim(&gm, out, &lc);
-                            let (_, c_cs) = matdim(&gn, out, &lc);
                             let mut costs = StepCosts {
                                 prepare: prepare_cost,
                                 ..Default::default()
@@ -577,14 +911,6 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                                 _ => {}
                             }
                             let p = &pricer.profile;
-                            let penalty = access_penalty(
-                                (m, a_rs),
-                                (k, a_cs),
-                                (n as f64 / 1024.0).ceil(),
-                                es,
-                                p,
-                            ) + access_penalty((k, b_rs), (n, b_cs), 1.0, es, p)
-                                + access_penalty((m, c_rs), (n, c_cs), 2.0, es, p);
                             let calls = independent * reductions.max(1);
                             for &library in &libs {
                                 let par_opts: &[bool] = if threads > 1
@@ -609,6 +935,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                                         b_pack: bc.clone(),
                                         c_temp: if ip.is_some() { None } else { cc.clone() },
                                         c_in_place: ip.as_ref().map(|x| x.0.clone()),
+                                        c_tiles: None,
                                         m: gm.clone(),
                                         n: gn.clone(),
                                         k: gk.clone(),

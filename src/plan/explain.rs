@@ -131,12 +131,25 @@ pub(crate) fn explain(plan: &ContractionPlan, times: Option<&StepTimes>) -> Stri
         c.gemm_threads,
         if c.gemm_threads == 1 { "" } else { "s" }
     );
+    if let Some(t) = &c.c_tiles {
+        let _ = write!(
+            note,
+            "; per block of C over {} ({} blocks{})",
+            names(&t.loops),
+            t.blocks(|l| plan.bound().extent(l)),
+            if c.parallel {
+                format!(" on {threads} threads, one buffer each")
+            } else {
+                String::new()
+            }
+        );
+    }
     if !c.loops.is_empty() {
         let _ = write!(
             note,
             "; loops {}{}",
             names(&c.loops),
-            if c.parallel {
+            if c.parallel && c.c_tiles.is_none() {
                 format!(" on {threads} threads")
             } else {
                 String::new()
@@ -158,6 +171,20 @@ pub(crate) fn explain(plan: &ContractionPlan, times: Option<&StepTimes>) -> Stri
         &note,
     );
     match (&c.c_temp, &c.c_in_place) {
+        _ if c.c_tiles.is_some() => {
+            if let Some(t) = &c.c_tiles {
+                row(
+                    &mut s,
+                    &format!("write C = alpha*T[{}] + beta*C", names(&t.order)),
+                    Some(p.write_c),
+                    times.and_then(|t| secs(t.write_c)),
+                    &format!(
+                        "(per block, from a {} KiB buffer in cache)",
+                        (t.block_len * plan.dtype().size_bytes()).div_ceil(1024)
+                    ),
+                )
+            }
+        }
         (_, Some(ip)) => row(
             &mut s,
             &format!("permute C in place from [{}]", names(&ip.order)),

@@ -14,8 +14,8 @@ mod options;
 mod prepare;
 
 pub use cache::{cached_contraction_plan, CONTRACTION_CACHE_CAPACITY};
-pub use candidate::{Candidate, CandidateKind, InPlaceC, StepCosts};
+pub use candidate::{Candidate, CandidateKind, InPlaceC, StepCosts, TiledC};
 pub use contraction::ContractionPlan;
 pub(crate) use groups::{fuse, group, packed_layout};
-pub use options::{Epilogue, PlanOptions, PlanTuning};
+pub use options::{Epilogue, PlanOptions, PlanTuning, DEFAULT_TILE_BYTES};
 pub use prepare::OperandPrep;

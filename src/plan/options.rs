@@ -71,4 +71,13 @@ pub struct PlanOptions {
     pub library: Option<GemmLibrary>,
     /// Element-wise last-touch operation on C.
     pub epilogue: Epilogue,
+    /// Largest block of C, in bytes, that a tiled write-back computes at a time (the GEMM
+    /// writes the block into a buffer that stays in cache, and the block is transposed into
+    /// C from there); `None`: [`DEFAULT_TILE_BYTES`]. Tiled candidates are offered when C is
+    /// larger than four such blocks.
+    pub tile_bytes: Option<usize>,
 }
+
+/// Default bound of a tiled write-back's block: half of a 1 MiB L2 cache, so the block and
+/// the operand panels the GEMM streams through stay there together.
+pub const DEFAULT_TILE_BYTES: usize = 512 << 10;

@@ -507,18 +507,30 @@ impl TransposePlan {
         b: &mut StridedViewMut<'_, T>,
     ) -> Result<()> {
         self.check(a, b)?;
+        // SAFETY: `check` verified the layouts, the element type and that B does not
+        // overlap A; B is borrowed mutably.
+        unsafe { self.execute_raw(alpha, a.as_ptr(), beta, b.as_mut_ptr()) };
+        Ok(())
+    }
+
+    /// [`TransposePlan::execute`] on raw pointers, for callers that run one plan on many
+    /// sub-blocks of larger tensors (the tiled write-back of a contraction).
+    ///
+    /// # Safety
+    /// `a` and `b` address tensors of the planned A and B layouts and element type `T`
+    /// (every offset of an index of the layout is in bounds), B overlaps neither A nor any
+    /// memory another thread uses during the call.
+    pub(crate) unsafe fn execute_raw<T: Element>(&self, alpha: T, a: *const T, beta: T, b: *mut T) {
+        debug_assert_eq!(T::DTYPE, self.dtype);
         if self.norm.is_empty() {
-            return Ok(());
+            return;
         }
         let sc = Scalars::new(alpha, beta);
         let micro = match self.kernel {
             KernelKind::Tile { simd: true, .. } => kernel::micro::<T>(self.isa, &sc),
             _ => None,
         };
-        let p = Ptrs {
-            a: a.as_ptr(),
-            b: b.as_mut_ptr(),
-        };
+        let p = Ptrs { a, b };
         let stream = self.streams(beta.is_exact_zero());
         let loops: &[Loop] = match (&self.stream_loops, stream) {
             (Some(l), true) => l,
@@ -534,7 +546,7 @@ impl TransposePlan {
         };
         if self.tasks <= 1 {
             run(0, units);
-            return Ok(());
+            return;
         }
         let tasks = self.tasks;
         on_threads(self.threads, || {
@@ -542,7 +554,6 @@ impl TransposePlan {
                 .into_par_iter()
                 .for_each(|t| run(units * t / tasks, units * (t + 1) / tasks));
         });
-        Ok(())
     }
 
     fn check<T: Element>(&self, a: &StridedView<'_, T>, b: &StridedViewMut<'_, T>) -> Result<()> {

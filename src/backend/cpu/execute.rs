@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 use super::gemm::{gemm, Mat, MatMut};
 use crate::einsum::Label;
 use crate::error::{Error, Result};
-use crate::plan::{group, packed_layout, Candidate, ContractionPlan, Epilogue, OperandPrep};
+use crate::plan::{
+    group, packed_layout, Candidate, ContractionPlan, Epilogue, OperandPrep, TiledC,
+};
 use crate::tensor::{
     spans_overlap, take_aligned, zeroed, Element, Layout, StridedView, StridedViewMut, Workspace,
 };
@@ -202,6 +204,26 @@ impl ContractionPlan {
         };
         times.pack_b = t.elapsed();
 
+        if let Some(tc) = &cand.c_tiles {
+            let t = Instant::now();
+            let run = TiledRun {
+                cand,
+                tiles: tc,
+                a: (a.as_ptr(), &pa.kept, a.layout()),
+                b: (b.as_ptr(), &pb.kept, b.layout()),
+                ext: &ext,
+                out,
+            };
+            // SAFETY: `a` and `b` are views of the operands or of private packed buffers of
+            // the layouts the candidate was made for; `c` has the plan's layout (checked in
+            // `check_operands`) and overlaps no input.
+            let share = unsafe { run.run(threads, alpha, beta, c, retain)? };
+            apply_epilogue(epilogue, c);
+            let wall = t.elapsed();
+            times.gemm = wall.mul_f64(share);
+            times.write_c = wall - times.gemm;
+            return Ok(times);
+        }
         let t = Instant::now();
         let mut tmp: Workspace<T> = Workspace::default();
         let mut tmp_off = 0;
@@ -478,13 +500,136 @@ impl<T> SendPtr<T> {
     }
 }
 
+/// A tiled candidate over concrete operands: blocks of C computed into cached buffers and
+/// transposed into C one by one.
+struct TiledRun<'a, T> {
+    cand: &'a Candidate,
+    tiles: &'a TiledC,
+    a: (*const T, &'a [Label], &'a Layout),
+    b: (*const T, &'a [Label], &'a Layout),
+    ext: &'a (dyn Fn(Label) -> usize + Sync),
+    out: &'a [Label],
+}
+
+impl<T: Element> TiledRun<'_, T> {
+    /// Runs every block: the GEMM loop nest of one block into a buffer (`beta = 0`), then
+    /// `C_block = alpha * buffer + beta * C_block`. Blocks run on rayon threads, one buffer
+    /// each, when the candidate is parallel. Returns the share of the time spent in GEMMs.
+    ///
+    /// # Safety
+    /// A and B address tensors of the given layouts; `c` has the layout the candidate was
+    /// made for and overlaps neither.
+    unsafe fn run(
+        &self,
+        threads: usize,
+        alpha: T,
+        beta: T,
+        c: &mut StridedViewMut<'_, T>,
+        retain: bool,
+    ) -> Result<f64> {
+        let (cand, tc, out) = (self.cand, self.tiles, self.out);
+        let (ap, a_labels, la) = self.a;
+        let (bp, b_labels, lb) = self.b;
+        let lc = c.layout().clone();
+        let dims: Vec<usize> = tc.loops.iter().map(|&l| (self.ext)(l)).collect();
+        let strides = |labels: &[Label], l: &Layout| -> Vec<isize> {
+            tc.loops.iter().map(|&x| stride_of(x, labels, l)).collect()
+        };
+        let (sa, sb, sc) = (
+            strides(a_labels, la),
+            strides(b_labels, lb),
+            strides(out, &lc),
+        );
+        let mut offsets = Vec::with_capacity(dims.iter().product());
+        for_each_index(&dims, [&sa, &sb, &sc], |o| offsets.push(o));
+        if offsets.is_empty() || tc.block_len == 0 {
+            return Ok(1.0);
+        }
+        let buffers = if cand.parallel {
+            threads.min(offsets.len())
+        } else {
+            1
+        };
+        let es = std::mem::size_of::<T>();
+        // whole 64-byte lines per buffer, so that every buffer starts aligned
+        let stride = (tc.block_len * es).div_ceil(64) * 64 / es;
+        let (mut buf, off) = take_aligned::<T>(buffers * stride, retain, "the C blocks")?;
+        let bufp = SendPtr(buf.as_mut_ptr().wrapping_add(off));
+        let block_layout = packed_layout(&tc.order, out, self.ext)?;
+        let inner = Candidate {
+            parallel: false,
+            c_tiles: None,
+            ..cand.clone()
+        };
+        let (ap, bp, cp) = (
+            SendPtr(ap as *mut T),
+            SendPtr(bp as *mut T),
+            SendPtr(c.as_mut_ptr()),
+        );
+        let plan = &tc.plan;
+        // Blocks `s..e` on buffer `t`; the GEMM and transposition times.
+        let range = |t: usize, s: usize, e: usize| -> Result<(Duration, Duration)> {
+            let tp = bufp.get().wrapping_add(t * stride);
+            let (mut tg, mut tw) = (Duration::ZERO, Duration::ZERO);
+            for &[oa, ob, oc] in &offsets[s..e] {
+                let t0 = Instant::now();
+                let run = GemmRun {
+                    cand: &inner,
+                    a: (ap.get().wrapping_offset(oa), a_labels, la),
+                    b: (bp.get().wrapping_offset(ob), b_labels, lb),
+                    c: (tp, out, &block_layout),
+                    ext: self.ext,
+                    epilogue: Epilogue::None,
+                };
+                // SAFETY: `oa`/`ob` are the offsets of in-bounds block indices in A and B,
+                // and the GEMMs address only the block's other labels from there; the buffer
+                // `t` holds `block_len` elements of `block_layout` and is this task's alone.
+                unsafe { run.run(threads, T::one(), T::zero())? };
+                let t1 = Instant::now();
+                // SAFETY: the plan maps the buffer's layout onto C's layout restricted to the
+                // non-block labels, at `oc`, an in-bounds block index of C; different blocks
+                // are disjoint parts of C (C never maps two indices to one element).
+                unsafe { plan.execute_raw(alpha, tp, beta, cp.get().wrapping_offset(oc)) };
+                tg += t1 - t0;
+                tw += t1.elapsed();
+            }
+            Ok((tg, tw))
+        };
+        let n = offsets.len();
+        let (tg, tw) = if buffers == 1 {
+            range(0, 0, n)?
+        } else {
+            let parts: Vec<Result<(Duration, Duration)>> = on_threads(threads, || {
+                use rayon::prelude::*;
+                (0..buffers)
+                    .into_par_iter()
+                    .map(|t| range(t, n * t / buffers, n * (t + 1) / buffers))
+                    .collect()
+            });
+            let mut sum = (Duration::ZERO, Duration::ZERO);
+            for p in parts {
+                let (g, w) = p?;
+                sum = (sum.0 + g, sum.1 + w);
+            }
+            sum
+        };
+        drop(buf);
+        let total = (tg + tw).as_secs_f64();
+        Ok(if total > 0.0 {
+            tg.as_secs_f64() / total
+        } else {
+            1.0
+        })
+    }
+}
+
 /// The GEMM loop nest of one candidate over concrete operands.
 struct GemmRun<'a, T> {
     cand: &'a Candidate,
     a: (*const T, &'a [Label], &'a Layout),
     b: (*const T, &'a [Label], &'a Layout),
     c: (*mut T, &'a [Label], &'a Layout),
-    ext: &'a dyn Fn(Label) -> usize,
+    ext: &'a (dyn Fn(Label) -> usize + Sync),
     epilogue: Epilogue,
 }
 

@@ -557,6 +557,50 @@ fn geometry(
     }
 }
 
+/// How many block shapes a tiled enumeration tries per choice of group orders and packs.
+const MAX_BLOCK_SETS: usize = 8;
+
+/// The sets of free labels (M and N) whose values make the blocks of a tiled write-back: a
+/// set qualifies when the other labels' extents multiply to at most `max_elems` and dropping
+/// any label from it would exceed that (the largest blocks that fit). All subsets are tried
+/// for up to 12 free labels, else only leading parts of `free`; the `MAX_BLOCK_SETS` with
+/// the largest blocks are kept (fewer, longer GEMM calls), labels in `free`'s order.
+fn block_sets(free: &[Label], ext: &dyn Fn(Label) -> usize, max_elems: usize) -> Vec<Vec<Label>> {
+    let block = |mask: u64| -> usize {
+        free.iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1 << i) == 0)
+            .map(|(_, &l)| ext(l))
+            .fold(1usize, |a, b| a.saturating_mul(b))
+    };
+    let fits = |mask: u64| block(mask) <= max_elems;
+    let maximal = |mask: u64| {
+        fits(mask) && (0..free.len()).all(|b| mask & (1 << b) == 0 || !fits(mask & !(1 << b)))
+    };
+    let masks: Vec<u64> = if free.len() <= 12 {
+        (0..1u64 << free.len()).filter(|&m| maximal(m)).collect()
+    } else {
+        (0..=free.len())
+            .map(|i| (1u64 << i) - 1)
+            .filter(|&m| fits(m))
+            .take(1)
+            .collect()
+    };
+    let mut ranked: Vec<(usize, u64)> = masks.into_iter().map(|m| (block(m), m)).collect();
+    ranked.sort_by_key(|&(b, m)| (std::cmp::Reverse(b), m));
+    ranked
+        .into_iter()
+        .take(MAX_BLOCK_SETS)
+        .map(|(_, m)| {
+            free.iter()
+                .enumerate()
+                .filter(|(i, _)| m & (1 << i) != 0)
+                .map(|(_, &l)| l)
+                .collect()
+        })
+        .collect()
+}
+
 /// What the tiled candidates of one choice of group orders and packs share.
 struct TileSpace<'a> {
     /// Batch, M, N and K labels in the orders of this choice.
@@ -605,20 +649,8 @@ fn tiled_candidates(
         return Ok(());
     }
     let prod = |ls: &[Label]| ls.iter().map(|&l| ext(l)).product::<usize>();
-    let fits = |i: usize, j: usize| prod(&mo[i..]) * prod(&no[j..]) * es <= sp.tile_bytes;
-    let mut splits: Vec<(usize, usize)> = Vec::new();
-    for i in 0..=mo.len() {
-        if let Some(j) = (0..=no.len()).find(|&j| fits(i, j)) {
-            splits.push((i, j));
-        }
-    }
-    for j in 0..=no.len() {
-        if let Some(i) = (0..=mo.len()).find(|&i| fits(i, j)) {
-            splits.push((i, j));
-        }
-    }
-    splits.sort_unstable();
-    splits.dedup();
+    let free: Vec<Label> = mo.iter().chain(no).copied().collect();
+    let sets = block_sets(&free, &ext, sp.tile_bytes / es);
     let la = operand_layout(ac, pa, pb)?;
     let lb = operand_layout(bc, pbp, pb)?;
     let mut costs = StepCosts {
@@ -634,19 +666,17 @@ fn tiled_candidates(
     let packs_bytes = es
         * (ac.as_ref().map_or(0, |_| pa.prepared.len())
             + bc.as_ref().map_or(0, |_| pbp.prepared.len()));
-    for (i, j) in splits {
-        let (mr, nr) = (&mo[i..], &no[j..]);
+    for set in sets {
+        let rest = |g: &[Label]| -> Vec<Label> {
+            g.iter().copied().filter(|l| !set.contains(l)).collect()
+        };
+        let (mr, nr) = (&rest(mo)[..], &rest(no)[..]);
         let block_len = prod(mr) * prod(nr);
         // Tiny blocks cost a GEMM call and a transposition call each.
         if block_len * es < sp.tile_bytes / 64 {
             continue;
         }
-        let tiles: Vec<Label> = batch
-            .iter()
-            .chain(&mo[..i])
-            .chain(&no[..j])
-            .copied()
-            .collect();
+        let tiles: Vec<Label> = batch.iter().chain(&set).copied().collect();
         let tiles = by_stride(&tiles, out, pb.c);
         let blocks = prod(&tiles);
         for order in [[mr, nr].concat(), [nr, mr].concat()] {
@@ -978,4 +1008,47 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
         best_excluded: excluded.into_iter().next(),
         candidates: all,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(s: &str) -> Vec<Label> {
+        s.chars().map(Label::Letter).collect()
+    }
+
+    /// The tccg-7 shape: C = e d c b a with extents 48 24 32 32 48; blocks of at most 64 Ki
+    /// elements.
+    #[test]
+    fn block_sets_are_the_largest_blocks_that_fit() {
+        let free = labels("ecbad");
+        let ext = |l: Label| match l {
+            Label::Letter('e') | Label::Letter('a') => 48,
+            Label::Letter('d') => 24,
+            _ => 32,
+        };
+        let sets = block_sets(&free, &ext, 1 << 16);
+        assert!(!sets.is_empty() && sets.len() <= MAX_BLOCK_SETS);
+        let block = |set: &[Label]| -> usize {
+            free.iter()
+                .filter(|l| !set.contains(l))
+                .map(|&l| ext(l))
+                .product()
+        };
+        for set in &sets {
+            // fits, and no label can leave the set without the block exceeding the bound
+            assert!(block(set) <= 1 << 16, "{set:?}");
+            for l in set {
+                let smaller: Vec<Label> = set.iter().copied().filter(|x| x != l).collect();
+                assert!(block(&smaller) > 1 << 16, "{set:?} is not maximal");
+            }
+        }
+        // the block over b and c (a e d in the block: 55 296 elements) is the largest
+        assert_eq!(sets[0], labels("cb"));
+        // every set is in `free`'s order and sorted by decreasing block size
+        assert!(sets.windows(2).all(|w| block(&w[0]) >= block(&w[1])));
+        // a bound below the smallest extent leaves only the full set (1-element blocks)
+        assert_eq!(block_sets(&free, &ext, 1), vec![free.clone()]);
+    }
 }

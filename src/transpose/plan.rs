@@ -283,12 +283,17 @@ impl TransposePlan {
                 let dj_ = dims[j];
                 let di_ = i.map_or(Dim { n: 1, sa: 0, sb: 0 }, |k| dims[k]);
                 let simd = di_.sa == 1 && dj_.sb == 1 && di_.n > 1 && self.isa != Isa::Scalar;
-                // Macro-tiles are long strips: `w` of B's stride-1 dim by ~16 KiB of A's, so
-                // that A is read as `w` sequential streams and B written a full line per row.
+                // Macro-tiles are long strips: a whole cache line (at least `w` elements) of
+                // B's stride-1 dim by ~16 KiB of A's, so that A is read as a few sequential
+                // streams and B written a full line per row. With micro-tile rows shorter
+                // than a line (AVX2: 32 bytes), the strip holds several micro-tiles side by
+                // side, which write the parts of each line one after the other (streamed
+                // half lines cost several times a full line).
                 let es = self.dtype.size_bytes();
+                let line_w = w * 64usize.div_ceil(w * es).max(1);
                 let (b, bjx) = match block {
                     Some((bi, bj)) => (bi.max(1), bj.max(1)),
-                    None if simd => (((16384 / es) / w).max(1) * w, w),
+                    None if simd => (((16384 / es) / w).max(1) * w, line_w),
                     None => (16, 16),
                 };
                 self.block = b;

@@ -99,8 +99,8 @@ pub struct InPlaceC {
 /// C-sized temporary and without that temporary's round trip through memory.
 #[derive(Clone, Debug)]
 pub struct TiledC {
-    /// Labels iterated over blocks, outermost first: every batch label and the outermost M
-    /// and N labels (in the candidate's group orders). One value of these is one block.
+    /// Labels iterated over blocks, by decreasing stride in C: every batch label and a set
+    /// of M and N labels (see `block_sets`). One value of these is one block.
     pub loops: Vec<Label>,
     /// Axes of the block buffer, row-major, outermost first: the other output labels.
     pub order: Vec<Label>,
@@ -625,10 +625,10 @@ type TiledKey = (
 );
 
 /// Adds the tiled write-back candidates of one choice of group orders and packs: blocks are
-/// the values of every batch label and of an outer part of M and N (outermost by the group
-/// orders), chosen so a block of C holds at most `tile_bytes` and not much less (for each
-/// number of M labels iterated, the fewest N labels that fit, and the other way round).
-/// Offered only when C is larger than four blocks.
+/// the values of every batch label and of a set of M and N labels from [`block_sets`] (a
+/// block of C holds at most `tile_bytes`, and blocks under 1/64 of that are skipped), each
+/// with the block buffer ordered `[M|N]` or `[N|M]`. Offered only when C is larger than
+/// four blocks.
 fn tiled_candidates(
     pricer: &mut Pricer<'_>,
     sp: &TileSpace<'_>,
@@ -666,6 +666,8 @@ fn tiled_candidates(
     let packs_bytes = es
         * (ac.as_ref().map_or(0, |_| pa.prepared.len())
             + bc.as_ref().map_or(0, |_| pbp.prepared.len()));
+    // a copy, as `pricer` is borrowed mutably for the block plans below
+    let p = pricer.profile.clone();
     for set in sets {
         let rest = |g: &[Label]| -> Vec<Label> {
             g.iter().copied().filter(|l| !set.contains(l)).collect()
@@ -681,7 +683,6 @@ fn tiled_candidates(
         let blocks = prod(&tiles);
         for order in [[mr, nr].concat(), [nr, mr].concat()] {
             let lt = packed_layout(&order, out, ext)?;
-            let p = pricer.profile.clone();
             let Geometry {
                 gm,
                 gn,

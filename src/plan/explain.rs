@@ -170,22 +170,18 @@ pub(crate) fn explain(plan: &ContractionPlan, times: Option<&StepTimes>) -> Stri
         times.and_then(|t| secs(t.gemm)),
         &note,
     );
-    match (&c.c_temp, &c.c_in_place) {
-        _ if c.c_tiles.is_some() => {
-            if let Some(t) = &c.c_tiles {
-                row(
-                    &mut s,
-                    &format!("write C = alpha*T[{}] + beta*C", names(&t.order)),
-                    Some(p.write_c),
-                    times.and_then(|t| secs(t.write_c)),
-                    &format!(
-                        "(per block, from a {} KiB buffer in cache)",
-                        (t.block_len * plan.dtype().size_bytes()).div_ceil(1024)
-                    ),
-                )
-            }
-        }
-        (_, Some(ip)) => row(
+    match (&c.c_temp, &c.c_in_place, &c.c_tiles) {
+        (_, _, Some(t)) => row(
+            &mut s,
+            &format!("write C = alpha*T[{}] + beta*C", names(&t.order)),
+            Some(p.write_c),
+            times.and_then(|t| secs(t.write_c)),
+            &format!(
+                "(per block, from a {} KiB buffer in cache)",
+                (t.block_len * plan.dtype().size_bytes()).div_ceil(1024)
+            ),
+        ),
+        (_, Some(ip), None) => row(
             &mut s,
             &format!("permute C in place from [{}]", names(&ip.order)),
             Some(p.write_c),
@@ -195,14 +191,14 @@ pub(crate) fn explain(plan: &ContractionPlan, times: Option<&StepTimes>) -> Stri
                 ip.back.describe()
             ),
         ),
-        (Some(o), None) => row(
+        (Some(o), None, None) => row(
             &mut s,
             &format!("write C = alpha*T[{}] + beta*C", names(o)),
             Some(p.write_c),
             times.and_then(|t| secs(t.write_c)),
             "(copy)",
         ),
-        (None, None) => row(
+        (None, None, None) => row(
             &mut s,
             "write C: GEMM writes C in place",
             None,

@@ -251,9 +251,11 @@ pub(crate) unsafe fn tile_simd<T: Element>(
         Some((g, align)) if stream && ldb % align as isize == 0 => Some((g, align)),
         _ => None,
     };
-    // When the rows are equally misaligned (user arrays are often only 16-byte aligned), the
-    // micro-tile grid starts `shift` elements into each row so that every micro-tile row is
-    // aligned; the first `shift` columns go to a scalar strip on the left.
+    // When the rows are equally misaligned (a tile that starts inside a line of a
+    // line-aligned B, e.g. with a forced block size), the micro-tile grid starts `shift`
+    // elements into each row so that every micro-tile row is aligned; the first `shift`
+    // columns go to a scalar strip on the left. (B itself starts on a line whenever
+    // anything streams: `TransposePlan::execute_raw`.)
     let shift = match nt {
         Some((_, align)) if (b as usize).is_multiple_of(es as usize) => {
             let mis = b as usize % align;

@@ -4,6 +4,8 @@
 mod cases;
 mod contract;
 mod inplace;
+#[cfg(feature = "hptt")]
+mod peer_hptt;
 mod transpose;
 
 pub use cases::{all_perms, parse_ttc, TransposeCase, TTC_TSV};

@@ -57,6 +57,9 @@ pub struct TransposeResult {
     pub plan: String,
     /// Rank after fusion.
     pub fused_rank: usize,
+    /// Best time of HPTT on the same operands in the same run (its one-shot C API: plan and
+    /// execute per call), when built with the `hptt` feature.
+    pub hptt_seconds: Option<f64>,
 }
 
 fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<TransposeResult> {
@@ -87,17 +90,45 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
     let plan_seconds = t.elapsed().as_secs_f64();
     plan.execute(alpha, &av, beta, &mut bv)?;
     let single_use_seconds = t.elapsed().as_secs_f64();
-    let mut best = f64::INFINITY;
+    let bytes = plan.bytes_moved(o.beta != 0.0);
+    drop(bv);
+    // Repetitions interleave the transposition, the copy reference (A's elements copied onto
+    // B's memory: same pages, same huge-page backing, same thread count; its bandwidth counts
+    // the bytes it reads and writes) and the peer, so that the best of each comes from the
+    // same spells of a shared machine's memory bandwidth.
+    let (mut best, mut copy) = (f64::INFINITY, f64::INFINITY);
+    #[cfg(feature = "hptt")]
+    let mut peer = f64::INFINITY;
     for _ in 0..o.repeat.max(1) {
+        let av = StridedView::from_slice(&a, la.clone(), oa)?;
+        let mut bv = StridedViewMut::from_slice(&mut b, lb.clone(), ob)?;
         let t = Instant::now();
         plan.execute(alpha, &av, beta, &mut bv)?;
         best = best.min(t.elapsed().as_secs_f64());
+        copy = copy.min(copy_seconds_on(
+            &a[oa..oa + n],
+            &mut b[ob..ob + n],
+            o.threads,
+            1,
+        ));
+        #[cfg(feature = "hptt")]
+        {
+            peer = peer.min(super::peer_hptt::hptt_seconds(
+                &case.perm,
+                &case.sizes,
+                alpha,
+                &a[oa..oa + n],
+                beta,
+                &mut b[ob..ob + n],
+                o.threads,
+                1,
+            )?);
+        }
     }
-    let bytes = plan.bytes_moved(o.beta != 0.0);
-    drop(bv);
-    // The copy reference: A's elements copied onto B's memory (same pages, same huge-page
-    // backing), the same thread count; its bandwidth counts the bytes it reads and writes.
-    let copy = copy_seconds_on(&a[oa..oa + n], &mut b[ob..ob + n], o.threads, o.repeat);
+    #[cfg(feature = "hptt")]
+    let hptt_seconds = Some(peer);
+    #[cfg(not(feature = "hptt"))]
+    let hptt_seconds = None;
     let gbps = bytes as f64 / best / 1e9;
     let copy_gbps = (2 * n * T::DTYPE.size_bytes()) as f64 / copy / 1e9;
     Ok(TransposeResult {
@@ -115,6 +146,7 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
         threads: plan.threads(),
         plan: plan.describe(),
         fused_rank: plan.normalized().dims().len(),
+        hptt_seconds,
     })
 }
 

@@ -100,6 +100,7 @@ fn transpose_typed<T: Element>(
         threads: dev.props().sm_count as usize,
         plan: plan.describe(),
         fused_rank: plan.problem.dims.len(),
+        hptt_seconds: None,
     })
 }
 

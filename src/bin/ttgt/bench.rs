@@ -217,8 +217,12 @@ fn cases(a: &TransposeArgs) -> CliResult<Vec<TransposeCase>> {
 }
 
 pub(crate) fn line(r: &TransposeResult) -> String {
+    let peer = match r.hptt_seconds {
+        Some(h) => format!("  hptt {:>8.3} ms ({:.2}x)", h * 1e3, h / r.seconds),
+        None => String::new(),
+    };
     format!(
-        "{:<10} {:>14} {:>26} {:>9.3} ms {:>7.2} GB/s  copy {:>6.2} GB/s  ratio {:>5.2}  model {:>8.3} ms  {}",
+        "{:<10} {:>14} {:>26} {:>9.3} ms {:>7.2} GB/s  copy {:>6.2} GB/s  ratio {:>5.2}  model {:>8.3} ms{peer}  {}",
         r.case,
         format!("{:?}", r.perm),
         format!("{:?}", r.sizes),
@@ -237,7 +241,8 @@ pub(crate) fn record(r: &TransposeResult) -> serde_json::Value {
         "seconds": r.seconds, "gbps": r.gbps, "copy_gbps": r.copy_gbps, "ratio": r.ratio,
         "predicted_seconds": r.predicted_seconds, "single_use_seconds": r.single_use_seconds,
         "plan_seconds": r.plan_seconds, "threads": r.threads, "fused_rank": r.fused_rank,
-        "plan": r.plan,
+        "plan": r.plan, "hptt_seconds": r.hptt_seconds,
+        "speedup_vs_hptt": r.hptt_seconds.map(|h| h / r.seconds),
     })
 }
 
@@ -246,12 +251,17 @@ struct Stats {
     ratios: Vec<f64>,
     model_err: Vec<f64>,
     gbps: Vec<f64>,
+    /// HPTT time / ours, per case, when the peer ran.
+    vs_hptt: Vec<f64>,
 }
 
 impl Stats {
     fn add(&mut self, r: &TransposeResult) {
         self.ratios.push(r.ratio);
         self.gbps.push(r.gbps);
+        if let Some(h) = r.hptt_seconds {
+            self.vs_hptt.push(h / r.seconds);
+        }
         self.model_err
             .push((r.predicted_seconds - r.seconds).abs() / r.seconds);
     }
@@ -262,6 +272,16 @@ impl Stats {
         let geo = (self.gbps.iter().map(|g| g.ln()).sum::<f64>() / n).exp();
         let mare = self.model_err.iter().sum::<f64>() / n;
         (mean, min, geo, mare)
+    }
+    /// Cases faster than HPTT, cases compared, geometric-mean speedup (`None`: no peer ran).
+    fn versus_hptt(&self) -> Option<(usize, usize, f64)> {
+        if self.vs_hptt.is_empty() {
+            return None;
+        }
+        let n = self.vs_hptt.len();
+        let faster = self.vs_hptt.iter().filter(|&&s| s > 1.0).count();
+        let geo = (self.vs_hptt.iter().map(|s| s.ln()).sum::<f64>() / n as f64).exp();
+        Some((faster, n, geo))
     }
 }
 
@@ -318,7 +338,8 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
             })
             .collect();
         say(&json!({"summary": true, "cases": list.len(), "dtype": dtype.name(), "threads": threads,
-            "mean_ratio": mean, "min_ratio": min, "geomean_gbps": geo, "model_mare": mare, "by_fused_rank": groups}).to_string())?;
+            "mean_ratio": mean, "min_ratio": min, "geomean_gbps": geo, "model_mare": mare, "by_fused_rank": groups,
+            "faster_than_hptt": all.versus_hptt().map(|v| v.0), "geomean_speedup_vs_hptt": all.versus_hptt().map(|v| v.2)}).to_string())?;
     } else {
         if a.all_perms.is_some() {
             for (k, s) in &by_rank {
@@ -331,6 +352,11 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
             list.len(),
             mare * 100.0
         ))?;
+        if let Some((faster, n, geo)) = all.versus_hptt() {
+            say(&format!(
+                "versus HPTT (same operands, same threads; its C API plans on every call): faster in {faster}/{n} cases, geomean speedup {geo:.2}x"
+            ))?;
+        }
     }
     Ok(())
 }

@@ -318,6 +318,82 @@ fn measure_applies_once() {
     }
 }
 
+/// The default store choice on large outputs (layouts only): tiles with one-line A rows
+/// into scattered B rows use ordinary stores; adjacent B rows, longer A rows and row copies
+/// stream; a forced choice wins.
+#[test]
+fn default_store_choice() {
+    if Isa::detect() == Isa::Scalar {
+        return; // nothing streams without SIMD kernels
+    }
+    let plan = |dims: &[usize], perm: &[usize], streaming: Option<bool>| {
+        let a = Layout::row_major(dims).unwrap();
+        let b = Layout::row_major(&perm.iter().map(|&p| dims[p]).collect::<Vec<_>>()).unwrap();
+        let o = TransposeOptions {
+            streaming,
+            ..Default::default()
+        };
+        TransposePlan::new(perm, &a, &b, DType::F32, &o).unwrap()
+    };
+    let d6 = [16usize; 6];
+    // A rows of 16 f32 (one line), B rows 1 KiB apart: ordinary stores.
+    assert!(!plan(&d6, &[0, 1, 2, 5, 3, 4], None).streams(true));
+    assert!(plan(&d6, &[0, 1, 2, 5, 3, 4], Some(true)).streams(true));
+    // Adjacent B rows (one contiguous 1 KiB write per unit): streamed when the A rows are far
+    // apart (256 KiB), not when they are adjacent too.
+    assert!(plan(&d6, &[0, 2, 3, 4, 5, 1], None).streams(true));
+    assert!(!plan(&d6, &[1, 0, 2, 3, 5, 4], None).streams(true));
+    // A rows of 96 f32 (the TTC set's shapes): streamed; never with beta != 0.
+    let p = plan(&[75, 75, 96, 96], &[1, 0, 3, 2], None);
+    assert!(p.streams(true) && !p.streams(false));
+    assert!(!plan(&[75, 75, 96, 96], &[1, 0, 3, 2], Some(false)).streams(true));
+    // Row copies stream; small outputs do not.
+    assert!(plan(&d6, &[1, 0, 2, 3, 4, 5], None).streams(true));
+    assert!(!plan(&[64, 64], &[1, 0], None).streams(true));
+}
+
+/// Measured tuning with beta = 0 on an output large enough to stream: the candidates with
+/// either kind of stores all overwrite B (prefilled with NaN) with the right values.
+#[test]
+fn measure_with_both_store_kinds() {
+    let dims = [16usize, 16, 128, 128];
+    let a = ArrayD::<f32>::from_shape_fn(IxDyn(&dims), |ix| {
+        (ix[0] + 16 * ix[1] + 256 * ix[2] + 32768 * ix[3]) as f32
+    });
+    let mut b = ArrayD::<f32>::from_elem(IxDyn(&[16, 128, 16, 128]), f32::NAN);
+    let o = TransposeOptions {
+        tuning: Tuning::Measure {
+            budget: std::time::Duration::from_millis(400),
+        },
+        ..Default::default()
+    };
+    let perm = [1, 3, 0, 2];
+    let plan = TransposePlan::measure(
+        &perm,
+        1.0,
+        &StridedView::of(&a),
+        0.0,
+        &mut StridedViewMut::of(&mut b).unwrap(),
+        &o,
+    )
+    .unwrap();
+    let check = |b: &ArrayD<f32>| {
+        for (ix, v) in b.indexed_iter() {
+            assert_eq!(*v, a[[ix[2], ix[0], ix[3], ix[1]]]);
+        }
+    };
+    check(&b);
+    b.fill(f32::NAN);
+    plan.execute(
+        1.0,
+        &StridedView::of(&a),
+        0.0,
+        &mut StridedViewMut::of(&mut b).unwrap(),
+    )
+    .unwrap();
+    check(&b);
+}
+
 /// Errors: overlapping output, wrong dtype, wrong layouts, bad permutation, bad shape.
 #[test]
 fn errors() {

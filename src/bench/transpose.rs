@@ -24,6 +24,8 @@ pub struct TransposeBenchOptions {
     pub beta: f64,
     /// Plan choice.
     pub tuning: Tuning,
+    /// Force non-temporal stores on or off (`None`: the plan's rule).
+    pub streaming: Option<bool>,
 }
 
 /// One case's measurements.
@@ -75,6 +77,7 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
     let opts = TransposeOptions {
         threads: Some(o.threads),
         tuning: o.tuning,
+        streaming: o.streaming,
         ..Default::default()
     };
     let (alpha, beta) = (T::one(), T::from_f64(o.beta));

@@ -65,7 +65,7 @@ pub fn probe_copy(bytes: usize) -> Vec<f64> {
 
 /// Training problems: `(perm, row-major extents, dtype, force scalar)`: every third case of the
 /// TTC table scaled down to about `elems` elements (f32, and f64 at half the extents' volume),
-/// plus contiguous-row problems and scalar-forced tiles.
+/// plus contiguous-row problems, rank-6 equal-extent tiles and scalar-forced tiles.
 fn training_set(elems: usize) -> Vec<(Vec<usize>, Vec<usize>, DType, bool)> {
     let mut v = Vec::new();
     let ttc = crate::bench::parse_ttc(crate::bench::TTC_TSV).unwrap_or_default();
@@ -89,6 +89,19 @@ fn training_set(elems: usize) -> Vec<(Vec<usize>, Vec<usize>, DType, bool)> {
         let m = (elems / l).max(4);
         let a = (m as f64).sqrt() as usize;
         v.push((vec![1, 0, 2], vec![a, (m / a).max(2), l], DType::F32, false));
+    }
+    // Rank-6 tiles of equal extents (the 720-permutation set's shape): with 16 f32 per A
+    // row these are the one-line-run tiles written with ordinary stores, so the `tile` class
+    // gets training rows; the last (adjacent B rows, far A rows) streams.
+    let s6 = side(6);
+    for perm in [
+        [0, 1, 2, 5, 3, 4],
+        [1, 2, 3, 5, 4, 0],
+        [3, 0, 2, 5, 4, 1],
+        [5, 4, 3, 2, 1, 0],
+        [0, 2, 3, 4, 5, 1],
+    ] {
+        v.push((perm.to_vec(), vec![s6; 6], DType::F32, false));
     }
     v.push((vec![1, 0], vec![s2 + 1, s2 - 3], DType::F32, true));
     v.push((vec![2, 1, 0], vec![s3 + 1, s3 - 1, s3], DType::F64, true));

@@ -184,6 +184,9 @@ pub struct TransposeArgs {
     /// Backend: cpu or cuda (a device-to-device copy is the reference).
     #[arg(long, value_name = "BACKEND", default_value = "cpu")]
     pub backend: String,
+    /// Non-temporal stores for beta = 0: on, off, or auto (the plan's rule).
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    pub streaming: String,
 }
 
 fn cases(a: &TransposeArgs) -> CliResult<Vec<TransposeCase>> {
@@ -305,6 +308,16 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
                 budget: Duration::from_millis(ms),
             },
             None => Tuning::Estimate,
+        },
+        streaming: match a.streaming.as_str() {
+            "auto" => None,
+            "on" => Some(true),
+            "off" => Some(false),
+            other => {
+                return Err(CliError::new(format!(
+                    "--streaming takes on, off or auto, got {other:?}"
+                )))
+            }
         },
     };
     let list = cases(a)?;

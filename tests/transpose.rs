@@ -286,6 +286,25 @@ fn long_rows_and_copies() {
     assert_eq!(a, b);
 }
 
+/// `TransposePlan::measure` of `b = alpha * perm(a) + beta * b` within `ms` milliseconds.
+fn measured<T: Element>(
+    perm: &[usize],
+    alpha: T,
+    a: &ArrayD<T>,
+    beta: T,
+    b: &mut ArrayD<T>,
+    ms: u64,
+) -> TransposePlan {
+    let o = TransposeOptions {
+        tuning: Tuning::Measure {
+            budget: std::time::Duration::from_millis(ms),
+        },
+        ..Default::default()
+    };
+    let (av, mut bv) = (StridedView::of(a), StridedViewMut::of(b).unwrap());
+    TransposePlan::measure(perm, alpha, &av, beta, &mut bv, &o).unwrap()
+}
+
 /// Measured tuning with beta != 0 leaves B as after exactly one execution.
 #[test]
 fn measure_applies_once() {
@@ -293,21 +312,7 @@ fn measure_applies_once() {
         (ix[0] + 100 * ix[1] + 10000 * ix[2]) as f64
     });
     let mut b = ArrayD::<f64>::from_elem(IxDyn(&[3, 40, 50]), 1.0);
-    let o = TransposeOptions {
-        tuning: Tuning::Measure {
-            budget: std::time::Duration::from_millis(50),
-        },
-        ..Default::default()
-    };
-    let _ = TransposePlan::measure(
-        &[2, 0, 1],
-        2.0,
-        &StridedView::of(&a),
-        3.0,
-        &mut StridedViewMut::of(&mut b).unwrap(),
-        &o,
-    )
-    .unwrap();
+    let _ = measured(&[2, 0, 1], 2.0, &a, 3.0, &mut b, 50);
     for ((k, i, j), v) in b
         .view()
         .into_dimensionality::<ndarray::Ix3>()
@@ -352,8 +357,9 @@ fn default_store_choice() {
     assert!(!plan(&[64, 64], &[1, 0], None).streams(true));
 }
 
-/// Measured tuning with beta = 0 on an output large enough to stream: the candidates with
-/// either kind of stores all overwrite B (prefilled with NaN) with the right values.
+/// Measured tuning with beta = 0 (a 2 MiB output, below the streaming threshold, so the
+/// flipped candidates stream): candidates with either kind of stores all overwrite B
+/// (prefilled with NaN) with the right values, and so does the chosen plan.
 #[test]
 fn measure_with_both_store_kinds() {
     let dims = [16usize, 16, 128, 128];
@@ -361,22 +367,7 @@ fn measure_with_both_store_kinds() {
         (ix[0] + 16 * ix[1] + 256 * ix[2] + 32768 * ix[3]) as f32
     });
     let mut b = ArrayD::<f32>::from_elem(IxDyn(&[16, 128, 16, 128]), f32::NAN);
-    let o = TransposeOptions {
-        tuning: Tuning::Measure {
-            budget: std::time::Duration::from_millis(400),
-        },
-        ..Default::default()
-    };
-    let perm = [1, 3, 0, 2];
-    let plan = TransposePlan::measure(
-        &perm,
-        1.0,
-        &StridedView::of(&a),
-        0.0,
-        &mut StridedViewMut::of(&mut b).unwrap(),
-        &o,
-    )
-    .unwrap();
+    let plan = measured(&[1, 3, 0, 2], 1.0, &a, 0.0, &mut b, 400);
     let check = |b: &ArrayD<f32>| {
         for (ix, v) in b.indexed_iter() {
             assert_eq!(*v, a[[ix[2], ix[0], ix[3], ix[1]]]);

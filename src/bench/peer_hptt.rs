@@ -30,8 +30,9 @@ unsafe fn same_mut<T, U>(s: &mut [T]) -> &mut [U] {
     std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut U, s.len())
 }
 
-/// One HPTT call: `b = alpha * perm(a) + beta * b`, row-major, `threads` OpenMP threads.
-fn call<T: Element>(
+/// Seconds of one HPTT call (which plans and executes) of `b = alpha * perm(a) + beta * b` on
+/// the bench's dense row-major operands, on `threads` OpenMP threads.
+pub(crate) fn hptt_seconds<T: Element>(
     perm: &[usize],
     sizes: &[usize],
     alpha: T,
@@ -39,9 +40,10 @@ fn call<T: Element>(
     beta: T,
     b: &mut [T],
     threads: usize,
-) -> Result<()> {
+) -> Result<f64> {
     use hptt::MemoryOrder::RowMajor as RM;
     use num_complex::{Complex32, Complex64};
+    let t = Instant::now();
     // SAFETY (every arm): the arm's type is the one `T::DTYPE` names.
     let r = match T::DTYPE {
         DType::F32 => unsafe {
@@ -95,38 +97,20 @@ fn call<T: Element>(
             )
         },
     };
-    r.map_err(peer_error)
+    let secs = t.elapsed().as_secs_f64();
+    r.map_err(peer_error).map(|()| secs)
 }
 
-/// Best time of `repeat` HPTT calls (each plans and executes) of `b = alpha * perm(a) +
-/// beta * b` on the bench's dense row-major operands. With `beta == 0` the result is then
-/// checked at up to 4096 spread elements against `alpha * a` at the permuted index, so that
-/// a peer computing another permutation is an error, not a fast figure.
-#[allow(clippy::too_many_arguments)] // the operation's operands plus the run's settings
-pub(crate) fn hptt_seconds<T: Element>(
+/// Checks HPTT's output `b` (dense row-major, extents `sizes[perm[i]]`, computed with
+/// `beta == 0`) at up to 4096 spread elements against `alpha * a` at the permuted index, so
+/// that a peer computing another permutation is an error, not a fast figure.
+pub(crate) fn check<T: Element>(
     perm: &[usize],
     sizes: &[usize],
     alpha: T,
     a: &[T],
-    beta: T,
-    b: &mut [T],
-    threads: usize,
-    repeat: usize,
-) -> Result<f64> {
-    let mut best = f64::INFINITY;
-    for _ in 0..repeat.max(1) {
-        let t = Instant::now();
-        call(perm, sizes, alpha, a, beta, b, threads)?;
-        best = best.min(t.elapsed().as_secs_f64());
-    }
-    if beta.is_exact_zero() {
-        check(perm, sizes, alpha, a, b)?;
-    }
-    Ok(best)
-}
-
-/// Samples `b` (dense row-major, extents `sizes[perm[i]]`) against `alpha * a`.
-fn check<T: Element>(perm: &[usize], sizes: &[usize], alpha: T, a: &[T], b: &[T]) -> Result<()> {
+    b: &[T],
+) -> Result<()> {
     let rank = sizes.len();
     let mut a_strides = vec![1usize; rank];
     for k in (0..rank.saturating_sub(1)).rev() {
@@ -163,8 +147,9 @@ mod tests {
         let sizes = [3usize, 5, 7];
         let a: Vec<f64> = (0..105).map(|i| i as f64).collect();
         let mut b = vec![0.0; 105];
-        let t = hptt_seconds(&[2, 0, 1], &sizes, 2.0, &a, 0.0, &mut b, 1, 1).unwrap();
+        let t = hptt_seconds(&[2, 0, 1], &sizes, 2.0, &a, 0.0, &mut b, 1).unwrap();
         assert!(t > 0.0);
+        check(&[2, 0, 1], &sizes, 2.0, &a, &b).unwrap();
         // b[k][i][j] = 2 * a[i][j][k]
         assert_eq!(b[(6 * 3 + 2) * 5 + 4], 2.0 * a[(2 * 5 + 4) * 7 + 6]);
         assert!(check(&[1, 0, 2], &sizes, 2.0, &a, &b).is_err());

@@ -124,9 +124,19 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
                 beta,
                 &mut b[ob..ob + n],
                 o.threads,
-                1,
             )?);
         }
+    }
+    // B now holds HPTT's last result.
+    #[cfg(feature = "hptt")]
+    if beta.is_exact_zero() {
+        super::peer_hptt::check(
+            &case.perm,
+            &case.sizes,
+            alpha,
+            &a[oa..oa + n],
+            &b[ob..ob + n],
+        )?;
     }
     #[cfg(feature = "hptt")]
     let hptt_seconds = Some(peer);

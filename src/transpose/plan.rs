@@ -381,7 +381,7 @@ impl TransposePlan {
     /// Whether streaming stores can apply to every micro-tile row: a SIMD tile whose B rows
     /// are a multiple of the vector size apart, on an output large enough to stream.
     fn streams_rows(&self) -> bool {
-        let big = || self.streaming.unwrap_or_else(|| self.streams_by_default());
+        let big = || self.stream_choice();
         match self.kernel {
             KernelKind::Rows { n } if self.isa != Isa::Scalar => {
                 let align = if self.isa == Isa::Avx512 { 64 } else { 32 };
@@ -406,7 +406,12 @@ impl TransposePlan {
             self.kernel,
             KernelKind::Tile { simd: true, .. } | KernelKind::Rows { .. }
         ) && self.isa != Isa::Scalar;
-        simd && beta_zero && self.streaming.unwrap_or_else(|| self.streams_by_default())
+        simd && beta_zero && self.stream_choice()
+    }
+
+    /// The forced store choice ([`TransposeOptions::streaming`]), else the default one.
+    fn stream_choice(&self) -> bool {
+        self.streaming.unwrap_or_else(|| self.streams_by_default())
     }
 
     /// The default store choice for `beta == 0`: stream outputs of at least

@@ -342,6 +342,7 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
         })?;
     }
     let (mean, min, geo, mare) = all.summary();
+    let versus = all.versus_hptt();
     if a.json {
         let groups: Vec<_> = by_rank
             .iter()
@@ -352,7 +353,7 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
             .collect();
         say(&json!({"summary": true, "cases": list.len(), "dtype": dtype.name(), "threads": threads,
             "mean_ratio": mean, "min_ratio": min, "geomean_gbps": geo, "model_mare": mare, "by_fused_rank": groups,
-            "faster_than_hptt": all.versus_hptt().map(|v| v.0), "geomean_speedup_vs_hptt": all.versus_hptt().map(|v| v.2)}).to_string())?;
+            "faster_than_hptt": versus.map(|v| v.0), "geomean_speedup_vs_hptt": versus.map(|v| v.2)}).to_string())?;
     } else {
         if a.all_perms.is_some() {
             for (k, s) in &by_rank {
@@ -365,7 +366,7 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
             list.len(),
             mare * 100.0
         ))?;
-        if let Some((faster, n, geo)) = all.versus_hptt() {
+        if let Some((faster, n, geo)) = versus {
             say(&format!(
                 "versus HPTT (same operands, same threads; its C API plans on every call): faster in {faster}/{n} cases, geomean speedup {geo:.2}x"
             ))?;

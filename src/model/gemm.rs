@@ -31,11 +31,30 @@ pub enum GemmLibrary {
     MatrixMultiply,
     /// The `gemm` crate (AVX-512 kernels with `x86-v4`, rayon-parallel).
     Gemm,
+    /// Our own blocked GEMM (the GETT engine: AVX2 + FMA kernels for `f32` and `f64`, which
+    /// packs operands straight from tensor layouts). Not in [`GemmLibrary::ALL`]: GETT
+    /// candidates use it, and calibration and the benchmarks' GEMM reference measure it.
+    Native,
 }
 
 impl GemmLibrary {
     /// Every library, in a fixed order.
     pub const ALL: [GemmLibrary; 2] = [GemmLibrary::MatrixMultiply, GemmLibrary::Gemm];
+
+    /// The libraries to measure for `dtype` on this CPU: [`GemmLibrary::ALL`], and our own
+    /// where it has a SIMD kernel for `dtype`.
+    ///
+    /// ```
+    /// use ttgt::{DType, model::GemmLibrary};
+    /// assert!(GemmLibrary::measured(DType::C64).len() == 2);
+    /// ```
+    pub fn measured(dtype: DType) -> Vec<GemmLibrary> {
+        let mut v = Self::ALL.to_vec();
+        if super::gett::gett_simd_available(dtype) {
+            v.push(GemmLibrary::Native);
+        }
+        v
+    }
 
     /// Short name (as accepted by `FromStr` and the CLI's `--gemm`).
     ///
@@ -46,6 +65,7 @@ impl GemmLibrary {
         match self {
             GemmLibrary::MatrixMultiply => "matrixmultiply",
             GemmLibrary::Gemm => "gemm",
+            GemmLibrary::Native => "ttgt",
         }
     }
 }
@@ -62,8 +82,9 @@ impl FromStr for GemmLibrary {
         match s {
             "matrixmultiply" | "mm" => Ok(GemmLibrary::MatrixMultiply),
             "gemm" => Ok(GemmLibrary::Gemm),
+            "ttgt" | "native" => Ok(GemmLibrary::Native),
             _ => Err(Error::Unsupported(format!(
-                "unknown GEMM library {s:?} (expected matrixmultiply or gemm)"
+                "unknown GEMM library {s:?} (expected matrixmultiply, gemm or ttgt)"
             ))),
         }
     }

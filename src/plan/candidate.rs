@@ -22,7 +22,10 @@ use super::options::{PlanOptions, DEFAULT_TILE_BYTES};
 use super::prepare::OperandPrep;
 use crate::einsum::{BoundSpec, Label};
 use crate::error::{Error, Result};
-use crate::model::{gemm_coeffs, predict_transpose, profile, GemmLibrary, Profile};
+use crate::model::{
+    gemm_coeffs, gett_blocking, gett_orient, gett_seconds, gett_simd_available, predict_transpose,
+    profile, GemmLibrary, GettIndex, Profile,
+};
 use crate::tensor::{DType, Layout};
 use crate::transpose::inplace::{InPlaceOptions, InPlacePlan};
 use crate::transpose::{TransposeOptions, TransposePlan, STREAM_MIN_BYTES};
@@ -40,6 +43,9 @@ pub enum CandidateKind {
     LoopOverGemm,
     /// Some copies and some loops.
     Hybrid,
+    /// No copies and no loops: one blocked GEMM over all M, N and K indices whose packing
+    /// reads A and B in place and whose register tiles go straight into C (our GETT engine).
+    Gett,
 }
 
 impl fmt::Display for CandidateKind {
@@ -49,6 +55,7 @@ impl fmt::Display for CandidateKind {
             CandidateKind::Ttgt => "TTGT",
             CandidateKind::LoopOverGemm => "loop-over-GEMM",
             CandidateKind::Hybrid => "TTGT with loops",
+            CandidateKind::Gett => "GETT",
         })
     }
 }
@@ -160,6 +167,16 @@ pub struct Candidate {
     pub predicted: StepCosts,
     /// How many of `loops` (the first ones) are batch indices.
     pub(crate) batch_loops: usize,
+    /// The GETT engine runs the contraction (`m`, `n`, `k` are then every M, N, K index, in
+    /// the engine's order, and `loops` the batch indices, run inside the engine).
+    pub gett: Option<GettRun>,
+}
+
+/// How the GETT engine runs a candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GettRun {
+    /// A and B swap roles (`Cᵀ = Bᵀ·Aᵀ`): C's smallest stride is along an M index.
+    pub swap: bool,
 }
 
 fn names(ls: &[Label]) -> String {
@@ -169,6 +186,9 @@ fn names(ls: &[Label]) -> String {
 impl Candidate {
     /// The family of the candidate.
     pub fn kind(&self) -> CandidateKind {
+        if self.gett.is_some() {
+            return CandidateKind::Gett;
+        }
         let copies = self.copies() > 0;
         let looped = !self.reduce.is_empty()
             || self.loops.len() > self.batch_loops
@@ -193,6 +213,21 @@ impl Candidate {
     /// One line: kind, packing, GEMM shape and loops, library.
     pub fn summary(&self) -> String {
         let mut s = format!("{}", self.kind());
+        if let Some(g) = &self.gett {
+            let (calls, m, n, k) = self.gemm_shape;
+            s += &format!(
+                ": blocked GEMM {m}x{n}x{k} (m={} n={} k={}){}, operands packed in blocks from their layouts, tiles into C",
+                names(&self.m),
+                names(&self.n),
+                names(&self.k),
+                if g.swap { " as Cᵀ = Bᵀ·Aᵀ" } else { "" },
+            );
+            if calls > 1 {
+                s += &format!(", x{calls} over batch {}", names(&self.loops));
+            }
+            s += &format!(" [{}]", self.library);
+            return s;
+        }
         let mut parts = Vec::new();
         if let Some(o) = &self.a_pack {
             parts.push(format!("pack A[{}]", names(o)));
@@ -755,6 +790,7 @@ fn tiled_candidates(
                             ..costs
                         },
                         batch_loops: 0,
+                        gett: None,
                     };
                     if workspace > sp.limit {
                         excluded.push(c);
@@ -766,6 +802,84 @@ fn tiled_candidates(
         }
     }
     Ok(())
+}
+
+/// Stride of `l` in an operand or C (`labels` its axes), 0 when absent.
+fn stride_of(l: Label, labels: &[Label], layout: &Layout) -> isize {
+    labels
+        .iter()
+        .position(|&x| x == l)
+        .map_or(0, |i| layout.strides()[i])
+}
+
+/// The GETT candidate: every M, N and K index in the engine's order (from
+/// [`gett_orient`]), batch indices as the engine's outer loop; priced by [`gett_seconds`].
+fn gett_candidate(
+    pb: &Problem<'_>,
+    threads: usize,
+    p: &Profile,
+    prepare_cost: f64,
+    sums_bytes: usize,
+) -> Candidate {
+    let (pa, pbp) = (&pb.preps[0], &pb.preps[1]);
+    let out = pb.bound.output();
+    let ext = |l: Label| pb.bound.extent(l);
+    let sa = |l| stride_of(l, &pa.kept, &pa.prepared);
+    let sb = |l| stride_of(l, &pbp.kept, &pbp.prepared);
+    let sc = |l| stride_of(l, out, pb.c);
+    let idx = |g: &[Label], f: &dyn Fn(Label) -> [isize; 2]| -> Vec<GettIndex> {
+        g.iter().map(|&l| (ext(l), f(l))).collect()
+    };
+    let m = idx(&pb.m, &|l| [sa(l), sc(l)]);
+    let n = idx(&pb.n, &|l| [sb(l), sc(l)]);
+    let k = idx(&pb.k, &|l| [sa(l), sb(l)]);
+    let o = gett_orient(&m, &n, &k);
+    let (rows, cols) = if o.swap {
+        (&pb.n, &pb.m)
+    } else {
+        (&pb.m, &pb.n)
+    };
+    let pick =
+        |g: &[Label], order: &[usize]| -> Vec<Label> { order.iter().map(|&i| g[i]).collect() };
+    let prod = |g: &[Label]| g.iter().map(|&l| ext(l)).product::<usize>();
+    let batches = prod(&pb.batch);
+    let (ms, ns, ks) = (prod(&pb.m), prod(&pb.n), prod(&pb.k));
+    let blk = gett_blocking(pb.dtype);
+    let es = pb.dtype.size_bytes();
+    let (mm, nn) = if o.swap { (ns, ms) } else { (ms, ns) };
+    // per thread: an A block, a B block and a tile
+    let workspace = sums_bytes
+        + threads
+            * es
+            * (blk.mc.min(mm.max(1)) * blk.kc.min(ks.max(1))
+                + blk.nc.min(nn.max(1)) * blk.kc.min(ks.max(1))
+                + blk.mr * blk.nr)
+        + 64 * threads;
+    let gemm = gett_seconds(p, pb.dtype, threads, batches, &m, &n, &k, false);
+    Candidate {
+        a_pack: None,
+        b_pack: None,
+        c_temp: None,
+        c_in_place: None,
+        c_tiles: None,
+        m: pick(rows, &o.m),
+        n: pick(cols, &o.n),
+        k: pick(&pb.k, &o.k),
+        loops: pb.batch.clone(),
+        reduce: Vec::new(),
+        parallel: threads > 1,
+        library: GemmLibrary::Native,
+        gemm_threads: threads,
+        gemm_shape: (batches, mm, nn, ks),
+        workspace_bytes: workspace,
+        predicted: StepCosts {
+            prepare: prepare_cost,
+            gemm,
+            ..Default::default()
+        },
+        batch_loops: pb.batch.len(),
+        gett: Some(GettRun { swap: o.swap }),
+    }
 }
 
 /// Lists every candidate of a two-operand contraction under `options`, priced and sorted.
@@ -982,6 +1096,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                                             ..costs
                                         },
                                         batch_loops: batch.len(),
+                                        gett: None,
                                     };
                                     if workspace > limit {
                                         excluded.push(c);
@@ -994,6 +1109,15 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                     }
                 }
             }
+        }
+    }
+    if gett_simd_available(pb.dtype) && matches!(options.library, None | Some(GemmLibrary::Native))
+    {
+        let c = gett_candidate(pb, threads, &pricer.profile, prepare_cost, sums_bytes);
+        if c.workspace_bytes > limit {
+            excluded.push(c);
+        } else {
+            all.push(c);
         }
     }
     let by_time = |x: &Candidate, y: &Candidate| {

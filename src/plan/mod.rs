@@ -14,7 +14,7 @@ mod options;
 mod prepare;
 
 pub use cache::{cached_contraction_plan, CONTRACTION_CACHE_CAPACITY};
-pub use candidate::{Candidate, CandidateKind, InPlaceC, StepCosts, TiledC};
+pub use candidate::{Candidate, CandidateKind, GettRun, InPlaceC, StepCosts, TiledC};
 pub use contraction::ContractionPlan;
 pub(crate) use groups::{fuse, group, packed_layout};
 pub use options::{Epilogue, PlanOptions, PlanTuning, DEFAULT_TILE_BYTES};

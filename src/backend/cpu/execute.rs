@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use super::gemm::{gemm, Mat, MatMut};
+use super::gett::{gett, Dim, KernelChoice, Problem as GettProblem};
 use crate::einsum::Label;
 use crate::error::{Error, Result};
 use crate::plan::{
@@ -183,6 +184,68 @@ impl ContractionPlan {
         };
 
         let (pa, pb) = (&self.preps[0], &self.preps[1]);
+        if cand.gett.is_some() {
+            let t = Instant::now();
+            let stride = |l: Label, labels: &[Label], layout: &Layout| {
+                labels
+                    .iter()
+                    .position(|&x| x == l)
+                    .map_or(0, |i| layout.strides()[i])
+            };
+            let (la, lb, lc) = (views[0].layout(), views[1].layout(), c.layout().clone());
+            let sa = |l| stride(l, &pa.kept, la);
+            let sb = |l| stride(l, &pb.kept, lb);
+            let sc = |l| stride(l, out, &lc);
+            let dims = |g: &[Label], f: &dyn Fn(Label) -> [isize; 2]| -> Vec<Dim> {
+                g.iter()
+                    .map(|&l| Dim {
+                        ext: ext(l),
+                        s: f(l),
+                    })
+                    .collect()
+            };
+            let (m, n) = if cand.gett.is_some_and(|g| g.swap) {
+                (&cand.n, &cand.m)
+            } else {
+                (&cand.m, &cand.n)
+            };
+            let problem = GettProblem {
+                m: dims(m, &|l| [sa(l), sc(l)]),
+                n: dims(n, &|l| [sb(l), sc(l)]),
+                k: dims(&cand.k, &|l| [sa(l), sb(l)]),
+                batch: cand
+                    .loops
+                    .iter()
+                    .map(|&l| (ext(l), [sa(l), sb(l), sc(l)]))
+                    .collect(),
+            };
+            let (ap, bp, cp) = (
+                SendPtr(views[0].as_ptr() as *mut T),
+                SendPtr(views[1].as_ptr() as *mut T),
+                SendPtr(c.as_mut_ptr()),
+            );
+            on_threads(threads, || {
+                // SAFETY: the index groups and strides come from the views' own layouts
+                // (every index value addresses an element of its view); C's layout was
+                // checked against the plan in `check_operands`, maps distinct index values
+                // to distinct elements, and overlaps no input.
+                unsafe {
+                    gett(
+                        &problem,
+                        ap.get(),
+                        bp.get(),
+                        cp.get(),
+                        alpha,
+                        beta,
+                        threads,
+                        KernelChoice::Best,
+                    )
+                }
+            });
+            apply_epilogue(epilogue, c);
+            times.gemm = t.elapsed();
+            return Ok(times);
+        }
         // Workspace goes back to the process-wide pool after the call, except under a
         // workspace limit (memory is short: nothing outlives the call).
         let retain = self.options.workspace_limit.is_none();
@@ -559,6 +622,7 @@ impl<T: Element> TiledRun<'_, T> {
         let inner = Candidate {
             parallel: false,
             c_tiles: None,
+            gett: None,
             ..cand.clone()
         };
         let (ap, bp, cp) = (

@@ -5,6 +5,7 @@
 mod calibrate;
 mod execute;
 mod gemm;
+pub(crate) mod gett;
 
 pub use calibrate::{calibrate_gemm, time_gemm};
 pub use execute::StepTimes;

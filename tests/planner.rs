@@ -61,15 +61,11 @@ fn every_family_is_listed_and_correct() {
         run(&plan, &a, &b, &mut c);
         close(&c, &want, 1e-12);
     }
-    let mut kinds = vec![
+    for k in [
         CandidateKind::Ttgt,
         CandidateKind::LoopOverGemm,
         CandidateKind::Hybrid,
-    ];
-    if ttgt::model::gett_simd_available(DType::F64) {
-        kinds.push(CandidateKind::Gett);
-    }
-    for k in kinds {
+    ] {
         assert!(seen.contains(&k), "{k} missing: {seen:?}");
     }
     assert!(plan.candidates().iter().any(|c| !c.reduce.is_empty()));
@@ -447,7 +443,8 @@ fn tiled_write_back_candidates_are_correct() {
     tiled_candidates_match::<Complex64>("xik,xkj->jxi", &[3, 7, 5], &[3, 5, 6], 25);
 }
 
-/// The GETT candidate (our blocked GEMM packing straight from the tensors) on specs with
+/// The GETT candidate (our blocked GEMM packing straight from the tensors; offered when our
+/// library is forced, and absent otherwise) on specs with
 /// batch indices, a trace, an outer product, transposed and sliced (strided, reversed)
 /// operands, alpha and beta, f32 and f64, one and two threads, against the reference.
 #[test]
@@ -490,6 +487,7 @@ fn gett_candidate_matches_the_reference() {
             T::DTYPE,
             &PlanOptions {
                 threads: Some(threads),
+                library: Some(ttgt::model::GemmLibrary::Native),
                 ..Default::default()
             },
         )
@@ -501,6 +499,17 @@ fn gett_candidate_matches_the_reference() {
             .expect("a GETT candidate");
         plan.choose(i).unwrap();
         assert!(plan.chosen().unwrap().summary().starts_with("GETT"));
+        let default = ContractionPlan::new(
+            spec,
+            &[Layout::of(&av), Layout::of(&bv)],
+            &Layout::of(&c),
+            T::DTYPE,
+        )
+        .unwrap();
+        assert!(default
+            .candidates()
+            .iter()
+            .all(|c| c.kind() != CandidateKind::Gett));
         plan.execute(
             alpha,
             &[StridedView::of(&av), StridedView::of(&bv)],

@@ -1111,8 +1111,10 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
             }
         }
     }
-    if gett_simd_available(pb.dtype) && matches!(options.library, None | Some(GemmLibrary::Native))
-    {
+    // GETT is offered when our own library is asked for: its packing gathers whole pages
+    // one element at a time when the big operand's unit-stride index cannot lead its
+    // blocks (tccg-3 and -7 ran 2-3x slower than TTGT), which its model does not price yet.
+    if gett_simd_available(pb.dtype) && options.library == Some(GemmLibrary::Native) {
         let c = gett_candidate(pb, threads, &pricer.profile, prepare_cost, sums_bytes);
         if c.workspace_bytes > limit {
             excluded.push(c);

@@ -175,6 +175,33 @@ pub fn gett_orient(m: &[GettIndex], n: &[GettIndex], k: &[GettIndex]) -> GettOrd
     }
 }
 
+/// The groups as the engine runs them: whether A and B swap, then rows, columns and
+/// contracted indices in [`gett_orient`]'s orders (strides flipped for a swap: each index's
+/// first stride is then in the operand that plays A).
+///
+/// ```
+/// let (swap, m, n, k) = ttgt::model::gett_oriented(&[(5, [1, 1])], &[(9, [1, 5])], &[(7, [5, 9])]);
+/// assert!(swap); // C is contiguous along the row index
+/// assert_eq!((m, n, k), (vec![(9, [1, 5])], vec![(5, [1, 1])], vec![(7, [9, 5])]));
+/// ```
+#[allow(clippy::type_complexity)] // the flag and the three groups
+pub fn gett_oriented(
+    m: &[GettIndex],
+    n: &[GettIndex],
+    k: &[GettIndex],
+) -> (bool, Vec<GettIndex>, Vec<GettIndex>, Vec<GettIndex>) {
+    let o = gett_orient(m, n, k);
+    let flipped: Vec<GettIndex> = k.iter().map(|&(e, s)| (e, [s[1], s[0]])).collect();
+    let (m, n, k) = if o.swap {
+        (n, m, &flipped[..])
+    } else {
+        (m, n, k)
+    };
+    let pick =
+        |d: &[GettIndex], idx: &[usize]| -> Vec<GettIndex> { idx.iter().map(|&i| d[i]).collect() };
+    (o.swap, pick(m, &o.m), pick(n, &o.n), pick(k, &o.k))
+}
+
 /// Elements of the innermost contiguous run of `dims` (ordered outermost first) in tensor
 /// `t`: the product of the innermost extents whose strides continue a unit-stride run.
 fn contiguous_run(dims: &[GettIndex], t: usize) -> usize {
@@ -268,16 +295,7 @@ pub fn gett_work(
     k: &[GettIndex],
     read_c: bool,
 ) -> GettWork {
-    let o = gett_orient(m, n, k);
-    let flipped: Vec<GettIndex> = k.iter().map(|&(e, s)| (e, [s[1], s[0]])).collect();
-    let (m, n, k) = if o.swap {
-        (n, m, &flipped[..])
-    } else {
-        (m, n, k)
-    };
-    let pick =
-        |d: &[GettIndex], idx: &[usize]| -> Vec<GettIndex> { idx.iter().map(|&i| d[i]).collect() };
-    let (m, n, k) = (pick(m, &o.m), pick(n, &o.n), pick(k, &o.k));
+    let (_, m, n, k) = gett_oriented(m, n, k);
     let size = |d: &[GettIndex]| d.iter().map(|x| x.0).product::<usize>();
     let (ms, ns, ks) = (size(&m), size(&n), size(&k));
     if ms == 0 || ns == 0 || batches == 0 {

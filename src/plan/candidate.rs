@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-use super::groups::{by_stride, fuse, group, packed_layout};
+use super::groups::{by_stride, fuse, group, packed_layout, stride_of};
 use super::options::{PlanOptions, DEFAULT_TILE_BYTES};
 use super::prepare::OperandPrep;
 use crate::einsum::{BoundSpec, Label};
@@ -802,14 +802,6 @@ fn tiled_candidates(
         }
     }
     Ok(())
-}
-
-/// Stride of `l` in an operand or C (`labels` its axes), 0 when absent.
-fn stride_of(l: Label, labels: &[Label], layout: &Layout) -> isize {
-    labels
-        .iter()
-        .position(|&x| x == l)
-        .map_or(0, |i| layout.strides()[i])
 }
 
 /// The GETT candidate: every M, N and K index in the engine's order (from

@@ -78,6 +78,14 @@ pub(crate) fn by_stride(labels: &[Label], axis_labels: &[Label], layout: &Layout
     pairs.into_iter().map(|(l, _)| l).collect()
 }
 
+/// Stride of `label` in a tensor with axes `labels` (0 when it has no such axis).
+pub(crate) fn stride_of(label: Label, labels: &[Label], l: &Layout) -> isize {
+    labels
+        .iter()
+        .position(|&x| x == label)
+        .map_or(0, |i| l.strides()[i])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,6 @@ mod prepare;
 pub use cache::{cached_contraction_plan, CONTRACTION_CACHE_CAPACITY};
 pub use candidate::{Candidate, CandidateKind, GettRun, InPlaceC, StepCosts, TiledC};
 pub use contraction::ContractionPlan;
-pub(crate) use groups::{fuse, group, packed_layout};
+pub(crate) use groups::{fuse, group, packed_layout, stride_of};
 pub use options::{Epilogue, PlanOptions, PlanTuning, DEFAULT_TILE_BYTES};
 pub use prepare::OperandPrep;

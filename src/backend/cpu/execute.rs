@@ -8,7 +8,7 @@ use super::gett::{gett, Dim, KernelChoice, Problem as GettProblem};
 use crate::einsum::Label;
 use crate::error::{Error, Result};
 use crate::plan::{
-    group, packed_layout, Candidate, ContractionPlan, Epilogue, OperandPrep, TiledC,
+    group, packed_layout, stride_of, Candidate, ContractionPlan, Epilogue, OperandPrep, TiledC,
 };
 use crate::tensor::{
     spans_overlap, take_aligned, zeroed, Element, Layout, StridedView, StridedViewMut, Workspace,
@@ -186,16 +186,10 @@ impl ContractionPlan {
         let (pa, pb) = (&self.preps[0], &self.preps[1]);
         if cand.gett.is_some() {
             let t = Instant::now();
-            let stride = |l: Label, labels: &[Label], layout: &Layout| {
-                labels
-                    .iter()
-                    .position(|&x| x == l)
-                    .map_or(0, |i| layout.strides()[i])
-            };
             let (la, lb, lc) = (views[0].layout(), views[1].layout(), c.layout().clone());
-            let sa = |l| stride(l, &pa.kept, la);
-            let sb = |l| stride(l, &pb.kept, lb);
-            let sc = |l| stride(l, out, &lc);
+            let sa = |l| stride_of(l, &pa.kept, la);
+            let sb = |l| stride_of(l, &pb.kept, lb);
+            let sc = |l| stride_of(l, out, &lc);
             let dims = |g: &[Label], f: &dyn Fn(Label) -> [isize; 2]| -> Vec<Dim> {
                 g.iter()
                     .map(|&l| Dim {
@@ -538,14 +532,6 @@ fn apply_epilogue<T: Element>(e: Epilogue, c: &mut StridedViewMut<'_, T>) {
         let q = p.offset(o);
         *q = e.apply(*q);
     });
-}
-
-/// Stride of `label` in a tensor with axes `labels` (0 when it has no such axis).
-fn stride_of(label: Label, labels: &[Label], l: &Layout) -> isize {
-    labels
-        .iter()
-        .position(|&x| x == label)
-        .map_or(0, |i| l.strides()[i])
 }
 
 /// A raw pointer that may cross threads (the loops it is used in write disjoint blocks).

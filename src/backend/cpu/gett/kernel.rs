@@ -156,150 +156,117 @@ fn simd<T: Element>() -> Option<Kernel<T>> {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    //! AVX2 + FMA kernels: six broadcast A values times one (f64: two) B vectors per step,
-    //! twelve accumulator registers.
+    //! AVX2 + FMA kernels: six broadcast A values times two B vectors per step, twelve
+    //! accumulator registers; one macro writes both element types.
     use super::Direct;
     use std::arch::x86_64::*;
 
-    /// `6×8` f64 tile.
-    ///
-    /// # Safety
-    /// As for [`super::KernelFn`]; the CPU supports AVX2 and FMA (checked by `select`).
-    pub(super) unsafe fn kernel_f64(
-        k: usize,
-        a: *const f64,
-        b: *const f64,
-        out: &mut [f64],
-        direct: Option<&Direct<f64>>,
-    ) {
-        inner_f64(k, a, b, out, direct)
-    }
+    macro_rules! kernel {
+        ($name:ident, $inner:ident, $t:ty, $doc:literal, lanes = $w:literal,
+         $zero:ident, $load:ident, $store:ident, $bcast:ident, $fmadd:ident, $mul:ident,
+         $set1:ident) => {
+            #[doc = $doc]
+            ///
+            /// # Safety
+            /// As for [`super::KernelFn`]; the CPU supports AVX2 and FMA (checked by
+            /// `select`).
+            pub(super) unsafe fn $name(
+                k: usize,
+                a: *const $t,
+                b: *const $t,
+                out: &mut [$t],
+                direct: Option<&Direct<$t>>,
+            ) {
+                $inner(k, a, b, out, direct)
+            }
 
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn inner_f64(
-        k: usize,
-        mut a: *const f64,
-        mut b: *const f64,
-        out: &mut [f64],
-        direct: Option<&Direct<f64>>,
-    ) {
-        let z = _mm256_setzero_pd();
-        if let Some(d) = direct {
-            // Fetch the C tile while the products accumulate.
-            for i in 0..6 {
-                let p = d.c.offset(*d.rows.add(i));
-                _mm_prefetch::<_MM_HINT_T0>(p.cast());
-                _mm_prefetch::<_MM_HINT_T0>(p.add(7).cast());
-            }
-        }
-        let mut c = [[z; 2]; 6];
-        for _ in 0..k {
-            // SAFETY: each step reads 8 values of the B panel and 6 of the A panel, k steps.
-            _mm_prefetch::<_MM_HINT_T0>(a.add(48).cast());
-            let b0 = _mm256_loadu_pd(b);
-            let b1 = _mm256_loadu_pd(b.add(4));
-            for (i, row) in c.iter_mut().enumerate() {
-                let x = _mm256_broadcast_sd(&*a.add(i));
-                row[0] = _mm256_fmadd_pd(x, b0, row[0]);
-                row[1] = _mm256_fmadd_pd(x, b1, row[1]);
-            }
-            a = a.add(6);
-            b = b.add(8);
-        }
-        match direct {
-            None => {
-                for (i, row) in c.iter().enumerate() {
-                    _mm256_storeu_pd(out.as_mut_ptr().add(i * 8), row[0]);
-                    _mm256_storeu_pd(out.as_mut_ptr().add(i * 8 + 4), row[1]);
-                }
-            }
-            Some(d) => {
-                let va = _mm256_set1_pd(d.alpha);
-                let vb = _mm256_set1_pd(d.beta);
-                for (i, row) in c.iter().enumerate() {
-                    // SAFETY: row i of the tile is 8 contiguous valid elements of C.
-                    let p = d.c.offset(*d.rows.add(i));
-                    let mut x0 = _mm256_mul_pd(va, row[0]);
-                    let mut x1 = _mm256_mul_pd(va, row[1]);
-                    if d.read {
-                        x0 = _mm256_fmadd_pd(vb, _mm256_loadu_pd(p), x0);
-                        x1 = _mm256_fmadd_pd(vb, _mm256_loadu_pd(p.add(4)), x1);
+            #[target_feature(enable = "avx2,fma")]
+            unsafe fn $inner(
+                k: usize,
+                mut a: *const $t,
+                mut b: *const $t,
+                out: &mut [$t],
+                direct: Option<&Direct<$t>>,
+            ) {
+                const NR: usize = 2 * $w;
+                let z = $zero();
+                if let Some(d) = direct {
+                    // Fetch the C tile while the products accumulate.
+                    for i in 0..6 {
+                        let p = d.c.offset(*d.rows.add(i));
+                        _mm_prefetch::<_MM_HINT_T0>(p.cast());
+                        _mm_prefetch::<_MM_HINT_T0>(p.add(NR - 1).cast());
                     }
-                    _mm256_storeu_pd(p, x0);
-                    _mm256_storeu_pd(p.add(4), x1);
                 }
-            }
-        }
-    }
-
-    /// `6×16` f32 tile.
-    ///
-    /// # Safety
-    /// As for [`super::KernelFn`]; the CPU supports AVX2 and FMA (checked by `select`).
-    pub(super) unsafe fn kernel_f32(
-        k: usize,
-        a: *const f32,
-        b: *const f32,
-        out: &mut [f32],
-        direct: Option<&Direct<f32>>,
-    ) {
-        inner_f32(k, a, b, out, direct)
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn inner_f32(
-        k: usize,
-        mut a: *const f32,
-        mut b: *const f32,
-        out: &mut [f32],
-        direct: Option<&Direct<f32>>,
-    ) {
-        let z = _mm256_setzero_ps();
-        if let Some(d) = direct {
-            // Fetch the C tile while the products accumulate.
-            for i in 0..6 {
-                let p = d.c.offset(*d.rows.add(i));
-                _mm_prefetch::<_MM_HINT_T0>(p.cast());
-                _mm_prefetch::<_MM_HINT_T0>(p.add(15).cast());
-            }
-        }
-        let mut c = [[z; 2]; 6];
-        for _ in 0..k {
-            // SAFETY: each step reads 16 values of the B panel and 6 of the A panel, k steps.
-            _mm_prefetch::<_MM_HINT_T0>(a.add(96).cast());
-            let b0 = _mm256_loadu_ps(b);
-            let b1 = _mm256_loadu_ps(b.add(8));
-            for (i, row) in c.iter_mut().enumerate() {
-                let x = _mm256_broadcast_ss(&*a.add(i));
-                row[0] = _mm256_fmadd_ps(x, b0, row[0]);
-                row[1] = _mm256_fmadd_ps(x, b1, row[1]);
-            }
-            a = a.add(6);
-            b = b.add(16);
-        }
-        match direct {
-            None => {
-                for (i, row) in c.iter().enumerate() {
-                    _mm256_storeu_ps(out.as_mut_ptr().add(i * 16), row[0]);
-                    _mm256_storeu_ps(out.as_mut_ptr().add(i * 16 + 8), row[1]);
-                }
-            }
-            Some(d) => {
-                let va = _mm256_set1_ps(d.alpha);
-                let vb = _mm256_set1_ps(d.beta);
-                for (i, row) in c.iter().enumerate() {
-                    // SAFETY: row i of the tile is 16 contiguous valid elements of C.
-                    let p = d.c.offset(*d.rows.add(i));
-                    let mut x0 = _mm256_mul_ps(va, row[0]);
-                    let mut x1 = _mm256_mul_ps(va, row[1]);
-                    if d.read {
-                        x0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(p), x0);
-                        x1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(p.add(8)), x1);
+                let mut c = [[z; 2]; 6];
+                for _ in 0..k {
+                    // SAFETY: each step reads NR values of the B panel and 6 of the A panel,
+                    // k steps in all.
+                    _mm_prefetch::<_MM_HINT_T0>(a.add(384 / std::mem::size_of::<$t>()).cast());
+                    let b0 = $load(b);
+                    let b1 = $load(b.add($w));
+                    for (i, row) in c.iter_mut().enumerate() {
+                        let x = $bcast(&*a.add(i));
+                        row[0] = $fmadd(x, b0, row[0]);
+                        row[1] = $fmadd(x, b1, row[1]);
                     }
-                    _mm256_storeu_ps(p, x0);
-                    _mm256_storeu_ps(p.add(8), x1);
+                    a = a.add(6);
+                    b = b.add(NR);
+                }
+                match direct {
+                    None => {
+                        for (i, row) in c.iter().enumerate() {
+                            $store(out.as_mut_ptr().add(i * NR), row[0]);
+                            $store(out.as_mut_ptr().add(i * NR + $w), row[1]);
+                        }
+                    }
+                    Some(d) => {
+                        let va = $set1(d.alpha);
+                        let vb = $set1(d.beta);
+                        for (i, row) in c.iter().enumerate() {
+                            // SAFETY: row i of the tile is NR contiguous valid elements of C.
+                            let p = d.c.offset(*d.rows.add(i));
+                            let mut x0 = $mul(va, row[0]);
+                            let mut x1 = $mul(va, row[1]);
+                            if d.read {
+                                x0 = $fmadd(vb, $load(p), x0);
+                                x1 = $fmadd(vb, $load(p.add($w)), x1);
+                            }
+                            $store(p, x0);
+                            $store(p.add($w), x1);
+                        }
+                    }
                 }
             }
-        }
+        };
     }
+
+    kernel!(
+        kernel_f64,
+        inner_f64,
+        f64,
+        "`6×8` f64 tile.",
+        lanes = 4,
+        _mm256_setzero_pd,
+        _mm256_loadu_pd,
+        _mm256_storeu_pd,
+        _mm256_broadcast_sd,
+        _mm256_fmadd_pd,
+        _mm256_mul_pd,
+        _mm256_set1_pd
+    );
+    kernel!(
+        kernel_f32,
+        inner_f32,
+        f32,
+        "`6×16` f32 tile.",
+        lanes = 8,
+        _mm256_setzero_ps,
+        _mm256_loadu_ps,
+        _mm256_storeu_ps,
+        _mm256_broadcast_ss,
+        _mm256_fmadd_ps,
+        _mm256_mul_ps,
+        _mm256_set1_ps
+    );
 }

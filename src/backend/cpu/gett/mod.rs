@@ -28,7 +28,7 @@ pub(crate) use self::kernel::KernelChoice;
 use self::kernel::{select, Direct, Kernel};
 pub(crate) use self::pack::Dim;
 use self::pack::{offsets, pack_panels};
-use crate::model::{gett_orient, GettIndex};
+use crate::model::{gett_oriented, GettIndex};
 use crate::tensor::Element;
 
 /// A GETT problem: index groups with their strides (elements) in the tensors holding them.
@@ -49,32 +49,20 @@ fn size(d: &[Dim]) -> usize {
 }
 
 impl Problem {
-    /// The problem with its roles and index orders chosen by [`gett_orient`] (A and B swap
+    /// The problem with its roles and index orders chosen by [`gett_oriented`] (A and B swap
     /// when the flag is set).
     pub(crate) fn oriented(&self) -> (Problem, bool) {
         let idx = |d: &[Dim]| -> Vec<GettIndex> { d.iter().map(|x| (x.ext, x.s)).collect() };
-        let o = gett_orient(&idx(&self.m), &idx(&self.n), &idx(&self.k));
-        let flip = |d: &[Dim]| -> Vec<Dim> {
-            d.iter()
-                .map(|x| Dim {
-                    ext: x.ext,
-                    s: [x.s[1], x.s[0]],
-                })
-                .collect()
+        let dims = |d: Vec<GettIndex>| -> Vec<Dim> {
+            d.into_iter().map(|(ext, s)| Dim { ext, s }).collect()
         };
-        let (m, n, k) = if o.swap {
-            (self.n.clone(), self.m.clone(), flip(&self.k))
-        } else {
-            (self.m.clone(), self.n.clone(), self.k.clone())
-        };
-        let pick =
-            |d: &[Dim], order: &[usize]| -> Vec<Dim> { order.iter().map(|&i| d[i]).collect() };
+        let (swap, m, n, k) = gett_oriented(&idx(&self.m), &idx(&self.n), &idx(&self.k));
         let batch = self
             .batch
             .iter()
             .filter(|b| b.0 != 1)
             .map(|&(e, s)| {
-                if o.swap {
+                if swap {
                     (e, [s[1], s[0], s[2]])
                 } else {
                     (e, s)
@@ -83,12 +71,12 @@ impl Problem {
             .collect();
         (
             Problem {
-                m: pick(&m, &o.m),
-                n: pick(&n, &o.n),
-                k: pick(&k, &o.k),
+                m: dims(m),
+                n: dims(n),
+                k: dims(k),
                 batch,
             },
-            o.swap,
+            swap,
         )
     }
 }
@@ -162,20 +150,15 @@ pub(crate) unsafe fn gett<T: Element>(
         Ptrs { a, b, c }
     };
     let kern = select::<T>(choice);
-    let batch_dims: Vec<Dim> = q
-        .batch
-        .iter()
-        .map(|&(e, _)| Dim { ext: e, s: [0, 0] })
-        .collect();
+    // offsets in A, B, C of batch index `i` (the last batch index varies fastest)
     let batch_at = |i: usize| -> [isize; 3] {
         let mut off = [0isize; 3];
         let mut rest = i;
-        for (d, (e, s)) in batch_dims.iter().zip(&q.batch).rev() {
-            let x = (rest % d.ext) as isize;
-            rest /= d.ext;
-            let _ = e;
-            for t in 0..3 {
-                off[t] += x * s[t];
+        for &(e, s) in q.batch.iter().rev() {
+            let x = (rest % e) as isize;
+            rest /= e;
+            for (o, st) in off.iter_mut().zip(s) {
+                *o += x * st;
             }
         }
         off

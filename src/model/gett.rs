@@ -41,24 +41,46 @@ pub fn gett_blocking(dtype: DType) -> GettBlocking {
             mr: 6,
             nr: 8,
             mc: 72,
-            kc: 256,
+            kc: DEPTH_BLOCK,
             nc: 4080,
         },
         DType::F32 => GettBlocking {
             mr: 6,
             nr: 16,
             mc: 144,
-            kc: 256,
+            kc: DEPTH_BLOCK,
             nc: 4080,
         },
         DType::C32 | DType::C64 => GettBlocking {
             mr: 4,
             nr: 4,
             mc: 64,
-            kc: 256,
+            kc: DEPTH_BLOCK,
             nc: 1024,
         },
     }
+}
+
+/// The depth of a packed block (`kc`), the same for every element type.
+const DEPTH_BLOCK: usize = 256;
+
+/// The depth of the packed blocks for a contracted size `k` and a nominal depth `kc`: the
+/// passes over C are `ceil(k / kc)` and the depth is spread evenly over them, with one pass
+/// up to `1.5 × kc` (a pass reads and writes all of C, a slightly deeper panel costs less).
+///
+/// ```
+/// use ttgt::model::gett_depth;
+/// assert_eq!(gett_depth(312, 256), 312);
+/// assert_eq!(gett_depth(600, 256), 200);
+/// assert_eq!(gett_depth(20, 256), 20);
+/// ```
+pub fn gett_depth(k: usize, kc: usize) -> usize {
+    let kc = kc.max(1);
+    if 2 * k <= 3 * kc {
+        return k.max(1);
+    }
+    let passes = k.div_ceil(kc);
+    k.div_ceil(passes)
 }
 
 /// Whether this CPU has a SIMD GETT kernel for `dtype` (x86-64 with AVX2 and FMA, real
@@ -133,6 +155,8 @@ fn order(d: &[GettIndex], inner: Option<usize>, next: Option<usize>, t: usize) -
 /// * C's smallest-stride index should be a column index, so that tile rows are contiguous
 ///   runs of C; when it is a row index, A and B swap;
 /// * columns: C's smallest-stride index innermost, then B's, then the rest by C's strides;
+///   B's first, then C's, when B's block moves more bytes than C's tiles (K > M times C's
+///   passes);
 /// * rows: A's smallest-stride index innermost, then the rest by C's strides;
 /// * contracted: by the strides of the larger operand;
 ///
@@ -167,10 +191,25 @@ pub fn gett_orient(m: &[GettIndex], n: &[GettIndex], k: &[GettIndex]) -> GettOrd
         (Some(x), None) | (None, Some(x)) => (Some(x), None),
         (None, None) => (min_by(k, big), None),
     };
+    // N: the unit-stride index of whichever of B and C moves more bytes goes innermost. B's
+    // block is read once (N·K values); C is read and written once per depth block (M·N
+    // values each time): a large K against a small M makes B the one to read in whole lines,
+    // and C's tiles are then written element by element.
+    let passes = size(k).max(1).div_ceil(gett_depth(size(k), DEPTH_BLOCK));
+    let b_first = size(k) > size(m) * (2 * passes - 1);
+    let b_in_k = min_by(k, 1).map_or(usize::MAX, |i| k[i].1[1].unsigned_abs());
+    let (c_unit, b_unit) = (min_by(n, 1), min_by(n, 0));
+    // B's smallest stride along the columns matters only when it is smaller than along K
+    let b_first = b_first && b_unit.is_some_and(|i| n[i].1[0].unsigned_abs() < b_in_k);
+    let (n_inner, n_next) = if b_first {
+        (b_unit, c_unit)
+    } else {
+        (c_unit, b_unit)
+    };
     GettOrder {
         swap,
         m: order(m, min_by(m, 0), None, 1),
-        n: order(n, min_by(n, 1), min_by(n, 0), 1),
+        n: order(n, n_inner, n_next, 1),
         k: order(k, inner, next, big),
     }
 }
@@ -313,21 +352,20 @@ pub fn gett_work(
     let n_part = if split_m { ns } else { ns.div_ceil(parts) };
     let a_reads = (if split_m { 1 } else { parts } * n_part.div_ceil(blk.nc)) as f64;
     let b_reads = if split_m { parts } else { 1 } as f64;
-    let amp_a = block_amplification(&m, blk.mc, &k, blk.kc, (0, 0), es);
-    let amp_b = block_amplification(&n, blk.nc, &k, blk.kc, (0, 1), es);
+    let kc = gett_depth(ks, blk.kc);
+    let amp_a = block_amplification(&m, blk.mc, &k, kc, (0, 0), es);
+    let amp_b = block_amplification(&n, blk.nc, &k, kc, (0, 1), es);
     let bytes_a = (ms * ks * es) as f64;
     let bytes_b = (ns * ks * es) as f64;
     let bytes_c = (ms * ns * es) as f64;
-    let k_passes = ks.max(1).div_ceil(blk.kc) as f64;
+    let k_passes = ks.max(1).div_ceil(kc) as f64;
     let run_c = contiguous_run(&n, 1);
-    let amp_c = if run_c >= blk.nr {
-        1.0
-    } else {
-        (64.0 / (run_c * es).clamp(1, 64) as f64).clamp(1.0, 8.0)
-    };
+    // C's lines are used whole when the column block covers them, even if a tile's row is
+    // not a contiguous run
+    let amp_c = amplification(&n, 1, blk.nc, es).unwrap_or(8.0);
     // each depth pass reads and writes C, except a first pass that does not read it
     let c_moves = 2.0 * k_passes - if read_c { 0.0 } else { 1.0 };
-    let small_k = 1.0 + SMALL_K_TILE_STEPS / ks.clamp(1, blk.kc) as f64;
+    let small_k = 1.0 + SMALL_K_TILE_STEPS / ks.clamp(1, kc) as f64;
     GettWork {
         flops: dtype.flops_per_fma() * (ms * ns * ks) as f64 * small_k,
         bytes: bytes_a * amp_a * a_reads + bytes_b * amp_b * b_reads + bytes_c * amp_c * c_moves,
@@ -412,6 +450,29 @@ mod tests {
         assert!(!o.swap);
         assert_eq!(o.m, vec![0, 1]);
         assert_eq!(o.n, vec![0, 1]);
+    }
+
+    #[test]
+    fn columns_follow_the_operand_that_moves_more() {
+        // C[c,b,a] = A[a,d,b] B[c,d] row-major (a = b = d = 312, c = 24): C is contiguous
+        // along a (a row index), so A and B swap and A's labels {a, b} become the columns.
+        let m = [(312, [97344, 1]), (312, [1, 312])];
+        let n = [(24, [312, 97344])];
+        let k = |d: usize| [(d, [312, 1])];
+        // K = 312 against M = 24: A's block (N·K) outweighs C (M·N, one pass): A's unit
+        // index b innermost, C's a next
+        let o = gett_orient(&m, &n, &k(312));
+        assert!(o.swap);
+        assert_eq!(o.n, vec![0, 1]);
+        // K = 8: C moves more, its unit index a innermost
+        let o = gett_orient(&m, &n, &k(8));
+        assert_eq!(o.n, vec![1, 0]);
+        // A[a,b,d] (contiguous along K): nothing to gain in the columns, C's order stays
+        let m2 = [(312, [97344, 1]), (312, [312, 312])];
+        let o = gett_orient(&m2, &n, &[(312, [1, 1])]);
+        assert_eq!(o.n, vec![1, 0]);
+        assert_eq!(gett_depth(312, 256), 312);
+        assert_eq!(gett_depth(385, 256), 193);
     }
 
     #[test]

@@ -12,8 +12,8 @@ mod transpose;
 pub use calibrate::{calibrate, copy_seconds, copy_seconds_on, probe_copy};
 pub use gemm::{gemm_coeffs, gemm_seconds, gemm_training_shapes, GemmCoeffs, GemmLibrary};
 pub use gett::{
-    gett_blocking, gett_orient, gett_oriented, gett_seconds, gett_simd_available, gett_work,
-    GettBlocking, GettIndex, GettOrder, GettWork,
+    gett_blocking, gett_depth, gett_orient, gett_oriented, gett_seconds, gett_simd_available,
+    gett_work, GettBlocking, GettIndex, GettOrder, GettWork,
 };
 pub use profile::{machine_name, profile, set_profile, Profile, TransposeCoeffs};
 pub use transpose::{predict_transpose, transpose_seconds};

@@ -23,8 +23,8 @@ use super::prepare::OperandPrep;
 use crate::einsum::{BoundSpec, Label};
 use crate::error::{Error, Result};
 use crate::model::{
-    gemm_coeffs, gett_blocking, gett_orient, gett_seconds, gett_simd_available, predict_transpose,
-    profile, GemmLibrary, GettIndex, Profile,
+    gemm_coeffs, gett_blocking, gett_depth, gett_orient, gett_seconds, gett_simd_available,
+    gett_work, predict_transpose, profile, GemmLibrary, GettIndex, Profile,
 };
 use crate::tensor::{DType, Layout};
 use crate::transpose::inplace::{InPlaceOptions, InPlacePlan};
@@ -177,6 +177,9 @@ pub struct Candidate {
 pub struct GettRun {
     /// A and B swap roles (`Cᵀ = Bᵀ·Aᵀ`): C's smallest stride is along an M index.
     pub swap: bool,
+    /// Every C tile is stored in place by the kernel (C's contiguous index is the innermost
+    /// column index); otherwise some tiles are written element by element.
+    pub direct_tiles: bool,
 }
 
 fn names(ls: &[Label]) -> String {
@@ -843,11 +846,12 @@ fn gett_candidate(
     let workspace = sums_bytes
         + threads
             * es
-            * (blk.mc.min(mm.max(1)) * blk.kc.min(ks.max(1))
-                + blk.nc.min(nn.max(1)) * blk.kc.min(ks.max(1))
+            * (blk.mc.min(mm.max(1)) * gett_depth(ks, blk.kc)
+                + blk.nc.min(nn.max(1)) * gett_depth(ks, blk.kc)
                 + blk.mr * blk.nr)
         + 64 * threads;
     let gemm = gett_seconds(p, pb.dtype, threads, batches, &m, &n, &k, false);
+    let direct_tiles = gett_work(pb.dtype, threads, batches, &m, &n, &k, false).scattered == 0.0;
     Candidate {
         a_pack: None,
         b_pack: None,
@@ -870,7 +874,10 @@ fn gett_candidate(
             ..Default::default()
         },
         batch_loops: pb.batch.len(),
-        gett: Some(GettRun { swap: o.swap }),
+        gett: Some(GettRun {
+            swap: o.swap,
+            direct_tiles,
+        }),
     }
 }
 
@@ -1103,12 +1110,18 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
             }
         }
     }
-    // GETT is offered when our own library is asked for: its packing gathers whole pages
-    // one element at a time when the big operand's unit-stride index cannot lead its
-    // blocks (tccg-3 and -7 ran 2-3x slower than TTGT), which its model does not price yet.
-    if gett_simd_available(pb.dtype) && options.library == Some(GemmLibrary::Native) {
+    // GETT is offered with our own library or the automatic choice. In the automatic
+    // choice, only where every C tile is stored in place: tiles written element by element
+    // (C's contiguous index not the innermost column) touch one page per element when
+    // C's other strides are large, which its model does not price (tccg-3 and -7 ran
+    // 1.5-3x slower than TTGT).
+    let auto = options.library.is_none();
+    if gett_simd_available(pb.dtype) && (auto || options.library == Some(GemmLibrary::Native)) {
         let c = gett_candidate(pb, threads, &pricer.profile, prepare_cost, sums_bytes);
-        if c.workspace_bytes > limit {
+        let direct = c.gett.is_some_and(|g| g.direct_tiles);
+        if auto && !direct {
+            // not offered
+        } else if c.workspace_bytes > limit {
             excluded.push(c);
         } else {
             all.push(c);

@@ -27,7 +27,7 @@ use std::cell::RefCell;
 pub(crate) use self::kernel::KernelChoice;
 use self::kernel::{select, Direct, Kernel};
 pub(crate) use self::pack::Dim;
-use self::pack::{offsets, pack_panels};
+use self::pack::{offsets, pack_panels, Gather, PackBuffers};
 use crate::model::{gett_oriented, GettIndex};
 use crate::tensor::Element;
 
@@ -250,7 +250,8 @@ unsafe fn block<T: Element>(
     }
     let nc_max = kern.nc.min(ns.len().div_ceil(nr) * nr);
     let mc_max = kern.mc.min(ms.len().div_ceil(mr) * mr);
-    let kc_max = kern.kc.min(k);
+    let kc = crate::model::gett_depth(k, kern.kc);
+    let kc_max = kc.min(k);
     let a_len = mc_max * kc_max;
     let b_len = nc_max * kc_max;
     with_scratch::<T, _>(a_len + b_len + mr * nr, |scratch| {
@@ -259,15 +260,19 @@ unsafe fn block<T: Element>(
         let (mut ma, mut mcv) = (Vec::new(), Vec::new());
         let (mut nb, mut ncv) = (Vec::new(), Vec::new());
         let (mut ka, mut kb) = (Vec::new(), Vec::new());
+        let mut buffers = PackBuffers::default();
+        let es = std::mem::size_of::<T>();
+        let gather_a = Gather::new(&q.m, &q.k, (0, 0), mr, es);
+        let gather_b = Gather::new(&q.n, &q.k, (0, 1), nr, es);
         let mut jc = ns.start;
         while jc < ns.end {
             let ncb = kern.nc.min(ns.end - jc);
             offsets(&q.n, jc, ncb, &mut nb, &mut ncv);
             let mut pc = 0;
             while pc < k {
-                let kcb = kern.kc.min(k - pc);
+                let kcb = kc.min(k - pc);
                 offsets(&q.k, pc, kcb, &mut ka, &mut kb);
-                pack_panels(b, &nb, &kb, nr, bp);
+                pack_panels(b, &nb, &kb, nr, gather_b, bp, &mut buffers);
                 let (read, beta_b) = if pc == 0 {
                     (!beta.is_exact_zero(), beta)
                 } else {
@@ -277,7 +282,7 @@ unsafe fn block<T: Element>(
                 while ic < ms.end {
                     let mcb = kern.mc.min(ms.end - ic);
                     offsets(&q.m, ic, mcb, &mut ma, &mut mcv);
-                    pack_panels(a, &ma, &ka, mr, ap);
+                    pack_panels(a, &ma, &ka, mr, gather_a, ap, &mut buffers);
                     for (jp, cols) in ncv.chunks(nr).enumerate() {
                         let bpanel = bp.as_ptr().add(jp * nr * kcb);
                         let contiguous = cols.len() == nr

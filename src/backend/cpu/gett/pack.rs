@@ -51,49 +51,178 @@ pub(crate) fn offsets(
     }
 }
 
-/// Packs the block `src[rows[i] + cols[p]]` (`i < rows.len()`, `p < cols.len()`) into
-/// panels of `r` rows: panel `q` holds, for each `p`, the values of rows `q*r .. q*r + r`
-/// (zeros past the last row). `dst` receives `ceil(rows/r) * r * cols` values.
+/// Panels whose rows are gathered together at least (so that a depth step reads a few
+/// lines in a row from each source page it touches).
+const GROUP_PANELS: usize = 8;
+
+/// How to read one operand's blocks: along the rows or along the columns (the direction
+/// holding the operand's smallest stride), and, for rows, how many consecutive rows are
+/// gathered in address order at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Gather {
+    /// Rows are the inner loop (each depth step reads a run of rows).
+    pub rows_inner: bool,
+    /// Rows per group (a multiple of the panel height): enough that the operand's
+    /// unit-stride index, when it is not the innermost row index, makes runs of a whole
+    /// cache line inside the group.
+    pub group: usize,
+}
+
+impl Gather {
+    /// The gather for an operand whose rows are `rows` (outermost first, strides in tensor
+    /// `t.0`) and columns `cols` (tensor `t.1`), packed into panels of `r` rows of `es`-byte
+    /// values.
+    pub(crate) fn new(rows: &[Dim], cols: &[Dim], t: (usize, usize), r: usize, es: usize) -> Self {
+        let min = |d: &[Dim], t: usize| {
+            d.iter()
+                .enumerate()
+                .filter(|(_, x)| x.ext > 1)
+                .min_by_key(|(_, x)| x.s[t].unsigned_abs())
+                .map(|(i, x)| (i, x.s[t].unsigned_abs()))
+        };
+        let (row, col) = (min(rows, t.0), min(cols, t.1));
+        let rows_inner = match (row, col) {
+            (Some((_, x)), Some((_, y))) => x <= y,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        // rows between neighbours along the smallest-stride row index
+        let dist: usize = row.map_or(1, |(u, _)| rows[u + 1..].iter().map(|x| x.ext).product());
+        let line = (64 / es.max(1)).max(1);
+        Gather {
+            rows_inner,
+            group: (dist.max(1) * line).div_ceil(r).max(GROUP_PANELS) * r,
+        }
+    }
+}
+
+/// The working lists of [`pack_panels`], kept between calls.
+#[derive(Debug, Default)]
+pub(crate) struct PackBuffers {
+    /// (source offset, panel position at depth 0) of each row of a group, in address order.
+    order: Vec<(isize, usize)>,
+    /// The same merged into runs consecutive in both: (source, panel, length).
+    runs: Vec<(isize, usize, usize)>,
+}
+
+/// Copies `len` values from `src` to `dst`: runs of up to two cache lines by unaligned
+/// moves of 32, 16, 8 and 4 bytes (a library call costs more than the copy at these
+/// lengths), longer ones through `copy_nonoverlapping`.
 ///
 /// # Safety
-/// Every `src + rows[i] + cols[p]` addresses a readable element.
+/// `src` is readable and `dst` writable for `len` values; they do not overlap. `T` is 4, 8
+/// or 16 bytes (every element type).
+#[inline(always)]
+unsafe fn copy_run<T>(src: *const T, dst: *mut T, len: usize) {
+    let bytes = len * std::mem::size_of::<T>();
+    if bytes > 128 {
+        // SAFETY: as the caller guarantees.
+        std::ptr::copy_nonoverlapping(src, dst, len);
+        return;
+    }
+    let (s, d) = (src.cast::<u8>(), dst.cast::<u8>());
+    let mut at = 0;
+    // SAFETY: every move stays inside the `bytes` bytes the caller guarantees (element
+    // sizes are multiples of 4, so the steps below end exactly at `bytes`).
+    // four tests, not a loop: a loop of moves would be turned back into a library call
+    for _ in 0..4 {
+        if at + 32 > bytes {
+            break;
+        }
+        let v = std::ptr::read_unaligned(s.add(at).cast::<[u64; 4]>());
+        std::ptr::write_unaligned(d.add(at).cast::<[u64; 4]>(), v);
+        at += 32;
+    }
+    if at + 16 <= bytes {
+        let v = std::ptr::read_unaligned(s.add(at).cast::<[u64; 2]>());
+        std::ptr::write_unaligned(d.add(at).cast::<[u64; 2]>(), v);
+        at += 16;
+    }
+    if at + 8 <= bytes {
+        let v = std::ptr::read_unaligned(s.add(at).cast::<u64>());
+        std::ptr::write_unaligned(d.add(at).cast::<u64>(), v);
+        at += 8;
+    }
+    if at + 4 <= bytes {
+        let v = std::ptr::read_unaligned(s.add(at).cast::<u32>());
+        std::ptr::write_unaligned(d.add(at).cast::<u32>(), v);
+    }
+}
+
+/// Packs the block `src[rows[i] + cols[p]]` (`i < rows.len()`, `p < cols.len()`) into
+/// panels of `r` rows: panel `q` holds, for each `p`, the values of rows `q*r .. q*r + r`
+/// (zeros past the last row). `dst` receives `ceil(rows/r) * r * cols` values; `buf` is
+/// reused from call to call.
+///
+/// With `g.rows_inner`, each group of `g.group` rows is read in the source's address order
+/// for one depth step after the other. A block whose rows run along a non-innermost index of
+/// the source (rows `(b, a)` of a tensor where `b` is contiguous and `a` far apart) then
+/// reads whole cache lines from a few pages at a time instead of one element from each of
+/// thousands of pages per panel row, which is bound by address translation, not memory.
+/// Otherwise each row reads its columns in turn.
+///
+/// # Safety
+/// Every `src + rows[i] + cols[p]` addresses a readable element, and `dst` holds at least
+/// `ceil(rows/r) * r * cols` values.
 pub(crate) unsafe fn pack_panels<T: Element>(
     src: *const T,
     rows: &[isize],
     cols: &[isize],
     r: usize,
+    g: Gather,
     dst: &mut [T],
+    buf: &mut PackBuffers,
 ) {
+    let PackBuffers { order, runs } = buf;
     let kc = cols.len();
-    // Read along whichever direction is closer to contiguous in the source.
-    let step = |o: &[isize]| {
-        if o.len() > 1 {
-            (o[1] - o[0]).unsigned_abs()
-        } else {
-            usize::MAX
-        }
-    };
-    let rows_inner = step(rows) <= step(cols);
-    for (q, chunk) in rows.chunks(r).enumerate() {
-        let panel = &mut dst[q * r * kc..(q + 1) * r * kc];
-        if chunk.len() < r {
-            panel.fill(T::zero());
-        }
-        if rows_inner {
-            for (p, &cp) in cols.iter().enumerate() {
-                let out = &mut panel[p * r..p * r + chunk.len()];
-                for (o, &ri) in out.iter_mut().zip(chunk) {
-                    // SAFETY: the caller guarantees every rows[i] + cols[p] is readable.
-                    *o = *src.offset(ri + cp);
+    if !rows.len().is_multiple_of(r) {
+        // the last panel's missing rows are zeros
+        let q = rows.len() / r;
+        dst[q * r * kc..(q + 1) * r * kc].fill(T::zero());
+    }
+    let d = dst.as_mut_ptr();
+    if g.rows_inner {
+        let group = g.group.max(r);
+        for start in (0..rows.len()).step_by(group) {
+            let part = &rows[start..rows.len().min(start + group)];
+            // (source offset, destination of depth 0) of each row, in address order
+            order.clear();
+            order.extend(part.iter().enumerate().map(|(j, &ro)| {
+                let i = start + j;
+                (ro, (i / r) * r * kc + i % r)
+            }));
+            if part.windows(2).any(|w| w[1] < w[0]) {
+                order.sort_unstable_by_key(|x| x.0);
+            }
+            // merge rows that are consecutive in both the source and the panel into runs
+            runs.clear();
+            for &(ro, at) in order.iter() {
+                match runs.last_mut() {
+                    Some((r0, a0, len)) if *r0 + *len as isize == ro && *a0 + *len == at => {
+                        *len += 1
+                    }
+                    _ => runs.push((ro, at, 1)),
                 }
             }
-        } else {
-            for (i, &ri) in chunk.iter().enumerate() {
-                let base = src.offset(ri);
-                for (p, &cp) in cols.iter().enumerate() {
-                    // SAFETY: as above.
-                    panel[p * r + i] = *base.offset(cp);
+            for (p, &cp) in cols.iter().enumerate() {
+                let base = src.offset(cp);
+                let out = d.add(p * r);
+                for &(ro, at, len) in runs.iter() {
+                    // SAFETY: the caller guarantees rows[i] + cols[p] is readable for each
+                    // row of the run and that `dst` covers panel i / r, line p, lane i % r
+                    // (= at + p * r, the run's lanes following on); source and scratch
+                    // do not overlap.
+                    copy_run(base.offset(ro), out.add(at), len);
                 }
+            }
+        }
+    } else {
+        for (i, &ri) in rows.iter().enumerate() {
+            let base = src.offset(ri);
+            let row = d.add((i / r) * r * kc + i % r);
+            for (p, &cp) in cols.iter().enumerate() {
+                // SAFETY: as above.
+                *row.add(p * r) = *base.offset(cp);
             }
         }
     }
@@ -127,7 +256,80 @@ mod tests {
         let rows = [0isize, 5, 10];
         let cols = [0isize, 1];
         let mut dst = vec![f64::NAN; 2 * 2 * 2];
-        unsafe { pack_panels(src.as_ptr(), &rows, &cols, 2, &mut dst) };
+        let g = Gather {
+            rows_inner: true,
+            group: 2,
+        };
+        unsafe {
+            pack_panels(
+                src.as_ptr(),
+                &rows,
+                &cols,
+                2,
+                g,
+                &mut dst,
+                &mut PackBuffers::default(),
+            )
+        };
         assert_eq!(dst, vec![0.0, 5.0, 1.0, 6.0, 10.0, 0.0, 11.0, 0.0]);
+    }
+
+    /// Rows and columns in any address order (descending, interleaved runs, a unit run
+    /// hidden under a far-apart index), both loop orders: every value lands where the panel
+    /// layout puts it.
+    #[test]
+    fn panels_from_any_address_order() {
+        let src: Vec<f64> = (0..4000).map(f64::from).collect();
+        let lists: [&[isize]; 4] = [
+            &[0, 100, 1, 101, 2, 102, 3],
+            &[30, 20, 10, 0],
+            &[5],
+            &[0, 1, 2, 3, 4, 5, 6, 7, 8],
+        ];
+        for rows in lists {
+            for cols in lists {
+                let cols: Vec<isize> = cols.iter().map(|c| c * 37).collect();
+                for r in [1, 2, 4] {
+                    let panels = rows.len().div_ceil(r);
+                    let mut dst = vec![f64::NAN; panels * r * cols.len()];
+                    for g in [
+                        Gather {
+                            rows_inner: true,
+                            group: r,
+                        },
+                        Gather {
+                            rows_inner: true,
+                            group: 4 * r,
+                        },
+                        Gather {
+                            rows_inner: false,
+                            group: r,
+                        },
+                    ] {
+                        unsafe {
+                            pack_panels(
+                                src.as_ptr(),
+                                rows,
+                                &cols,
+                                r,
+                                g,
+                                &mut dst,
+                                &mut PackBuffers::default(),
+                            )
+                        };
+                        for q in 0..panels {
+                            for (p, &c) in cols.iter().enumerate() {
+                                for lane in 0..r {
+                                    let i = q * r + lane;
+                                    let want =
+                                        rows.get(i).map_or(0.0, |&ro| src[(ro + c) as usize]);
+                                    assert_eq!(dst[(q * cols.len() + p) * r + lane], want);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 }

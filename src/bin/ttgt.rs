@@ -164,7 +164,7 @@ pub struct ContractArgs {
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
 
-    /// Force the GEMM library: matrixmultiply, gemm, or ttgt (our own; also offers the GETT candidate for every layout) (default: the faster by the model, GETT where its tiles store in place).
+    /// Force the GEMM library: matrixmultiply, gemm, or ttgt (our own; also enables the GETT candidate) (default: the faster by the model).
     #[arg(long, value_name = "LIB")]
     pub gemm: Option<String>,
 

@@ -219,11 +219,12 @@ impl Candidate {
         if let Some(g) = &self.gett {
             let (calls, m, n, k) = self.gemm_shape;
             s += &format!(
-                ": blocked GEMM {m}x{n}x{k} (m={} n={} k={}){}, operands packed in blocks from their layouts, tiles into C",
+                ": blocked GEMM {m}x{n}x{k} (m={} n={} k={}){}, operands packed in blocks from their layouts, tiles into C{}",
                 names(&self.m),
                 names(&self.n),
                 names(&self.k),
                 if g.swap { " as Cᵀ = Bᵀ·Aᵀ" } else { "" },
+                if g.direct_tiles { "" } else { " element by element" },
             );
             if calls > 1 {
                 s += &format!(", x{calls} over batch {}", names(&self.loops));
@@ -1110,18 +1111,16 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
             }
         }
     }
-    // GETT is offered with our own library or the automatic choice. In the automatic
-    // choice, only where every C tile is stored in place: tiles written element by element
-    // (C's contiguous index not the innermost column) touch one page per element when
+    // GETT is offered when our own library is asked for. The automatic choice leaves it
+    // out: on the TCCG set its model never ranked it first where its tiles store in place
+    // except on tccg-15 to -18 (f64), where it ran 0.8-1.0x as fast as the copy-free loop
+    // of GEMM calls it displaced (our kernel trails the `gemm` crate's on GEMM-shaped work),
+    // and where tiles are written element by element they touch one page per element when
     // C's other strides are large, which its model does not price (tccg-3 and -7 ran
     // 1.5-3x slower than TTGT).
-    let auto = options.library.is_none();
-    if gett_simd_available(pb.dtype) && (auto || options.library == Some(GemmLibrary::Native)) {
+    if gett_simd_available(pb.dtype) && options.library == Some(GemmLibrary::Native) {
         let c = gett_candidate(pb, threads, &pricer.profile, prepare_cost, sums_bytes);
-        let direct = c.gett.is_some_and(|g| g.direct_tiles);
-        if auto && !direct {
-            // not offered
-        } else if c.workspace_bytes > limit {
+        if c.workspace_bytes > limit {
             excluded.push(c);
         } else {
             all.push(c);

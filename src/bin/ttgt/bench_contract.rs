@@ -39,7 +39,7 @@ pub struct ContractBenchArgs {
     /// How many candidates --all-candidates times per case.
     #[arg(long, value_name = "N", default_value_t = 12)]
     pub max_candidates: usize,
-    /// Force the GEMM library (matrixmultiply, gemm, or ttgt: our own, which also offers the GETT candidate for every layout).
+    /// Force the GEMM library (matrixmultiply, gemm, or ttgt: our own, which also enables the GETT candidate).
     #[arg(long, value_name = "LIB")]
     pub gemm: Option<String>,
     /// Run only these TCCG ids (comma list) or cases whose name contains this text.

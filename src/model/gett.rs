@@ -418,18 +418,32 @@ pub fn gett_seconds(
     k: &[GettIndex],
     read_c: bool,
 ) -> f64 {
-    let w = gett_work(dtype, threads, batches, m, n, k, read_c);
-    if w.flops == 0.0 {
-        return 0.0;
+    gett_work(dtype, threads, batches, m, n, k, read_c).seconds(p, dtype, threads, batches)
+}
+
+impl GettWork {
+    /// Predicted seconds of `batches` runs of this work on `threads` threads (see
+    /// [`gett_seconds`], which is `gett_work(..).seconds(..)`).
+    ///
+    /// ```
+    /// use ttgt::{DType, model::{gett_work, profile}};
+    /// let w = gett_work(DType::F64, 1, 1, &[(64, [64, 64])], &[(64, [1, 1])], &[(64, [1, 64])], false);
+    /// let one = w.seconds(&profile(), DType::F64, 1, 1);
+    /// assert!(one > 0.0 && w.seconds(&profile(), DType::F64, 1, 3) > 2.9 * one);
+    /// ```
+    pub fn seconds(&self, p: &Profile, dtype: DType, threads: usize, batches: usize) -> f64 {
+        if self.flops == 0.0 {
+            return 0.0;
+        }
+        let co = gemm_coeffs(p, GemmLibrary::Native, dtype, threads);
+        let s = 512;
+        let rate = dtype.flops_per_fma() * (s * s * s) as f64 / co.seconds(s, s, s);
+        let compute = self.flops / (GETT_RATE_SHARE * rate);
+        let memory = self.bytes / (GETT_MEMORY_SHARE * p.copy_gbps(threads) * 1e9);
+        let scatter = self.scattered * SCATTER_SECONDS / threads.max(1) as f64;
+        let per_batch = compute + memory + scatter + co.call;
+        batches as f64 * per_batch
     }
-    let co = gemm_coeffs(p, GemmLibrary::Native, dtype, threads);
-    let s = 512;
-    let rate = dtype.flops_per_fma() * (s * s * s) as f64 / co.seconds(s, s, s);
-    let compute = w.flops / (GETT_RATE_SHARE * rate);
-    let memory = w.bytes / (GETT_MEMORY_SHARE * p.copy_gbps(threads) * 1e9);
-    let scatter = w.scattered * SCATTER_SECONDS / threads.max(1) as f64;
-    let per_batch = compute + memory + scatter + co.call;
-    batches as f64 * per_batch
 }
 
 #[cfg(test)]

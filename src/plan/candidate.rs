@@ -23,8 +23,8 @@ use super::prepare::OperandPrep;
 use crate::einsum::{BoundSpec, Label};
 use crate::error::{Error, Result};
 use crate::model::{
-    gemm_coeffs, gett_blocking, gett_depth, gett_orient, gett_seconds, gett_simd_available,
-    gett_work, predict_transpose, profile, GemmLibrary, GettIndex, Profile,
+    gemm_coeffs, gett_blocking, gett_depth, gett_orient, gett_simd_available, gett_work,
+    predict_transpose, profile, GemmLibrary, GettIndex, Profile,
 };
 use crate::tensor::{DType, Layout};
 use crate::transpose::inplace::{InPlaceOptions, InPlacePlan};
@@ -809,7 +809,8 @@ fn tiled_candidates(
 }
 
 /// The GETT candidate: every M, N and K index in the engine's order (from
-/// [`gett_orient`]), batch indices as the engine's outer loop; priced by [`gett_seconds`].
+/// [`gett_orient`]), batch indices as the engine's outer loop; priced as
+/// [`crate::model::gett_seconds`] does, its work computed once for the price and the tile mode.
 fn gett_candidate(
     pb: &Problem<'_>,
     threads: usize,
@@ -851,8 +852,9 @@ fn gett_candidate(
                 + blk.nc.min(nn.max(1)) * gett_depth(ks, blk.kc)
                 + blk.mr * blk.nr)
         + 64 * threads;
-    let gemm = gett_seconds(p, pb.dtype, threads, batches, &m, &n, &k, false);
-    let direct_tiles = gett_work(pb.dtype, threads, batches, &m, &n, &k, false).scattered == 0.0;
+    let work = gett_work(pb.dtype, threads, batches, &m, &n, &k, false);
+    let gemm = work.seconds(p, pb.dtype, threads, batches);
+    let direct_tiles = work.scattered == 0.0;
     Candidate {
         a_pack: None,
         b_pack: None,

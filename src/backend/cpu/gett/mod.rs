@@ -250,10 +250,9 @@ unsafe fn block<T: Element>(
     }
     let nc_max = kern.nc.min(ns.len().div_ceil(nr) * nr);
     let mc_max = kern.mc.min(ms.len().div_ceil(mr) * mr);
-    let kc = crate::model::gett_depth(k, kern.kc);
-    let kc_max = kc.min(k);
-    let a_len = mc_max * kc_max;
-    let b_len = nc_max * kc_max;
+    let kc = crate::model::gett_depth(k, kern.kc); // at most k
+    let a_len = mc_max * kc;
+    let b_len = nc_max * kc;
     with_scratch::<T, _>(a_len + b_len + mr * nr, |scratch| {
         let (ap, rest) = scratch.split_at_mut(a_len);
         let (bp, tile) = rest.split_at_mut(b_len);

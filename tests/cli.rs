@@ -684,11 +684,31 @@ fn bench_transpose_json() {
 /// `ttgt calibrate --dry-run` measures and prints a profile without storing it.
 #[test]
 fn calibrate_dry_run() {
-    let out = ok(&["calibrate", "--mib", "2", "--threads", "1", "--dry-run"]);
+    let out = ok(&[
+        "calibrate",
+        "--mib",
+        "2",
+        "--threads",
+        "1",
+        "--gemm-mflop",
+        "100",
+        "--dry-run",
+    ]);
     let p = ttgt::model::Profile::from_json(&out).unwrap();
     assert!(p.calibrated);
     assert!(p.copy.iter().all(|&g| g > 0.0));
     assert!(p.transpose.tile_stream > 0.0 && p.transpose.rows > 0.0);
+    // every operand layout class is fitted for both library crates
+    for lib in ttgt::model::GemmLibrary::ALL {
+        for layout in ttgt::model::GemmLayout::ALL {
+            let n = p
+                .gemm
+                .iter()
+                .filter(|g| g.library == lib && g.layout == layout)
+                .count();
+            assert_eq!(n, 4, "{lib} {layout}: one entry per element type");
+        }
+    }
 }
 
 /// `ttgt bench inplace --json` on two tiny explicit cases prints one JSON line per case with

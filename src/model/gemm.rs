@@ -9,6 +9,13 @@
 //! measured on this machine (`ttgt calibrate`); without a calibration, defaults derived from
 //! the copy bandwidth of the [`Profile`] and a nominal per-thread rate are used
 //! ([`GemmCoeffs::nominal`]), and plans say so.
+//!
+//! Libraries run at different rates depending on whether A and B are row- or column-major
+//! (on a 2-core AVX-512 host the `gemm` crate ran a 384×376×147456 f32 product at 290
+//! GFLOP/s with B row-major and 193 with B column-major, and a 677376×24×96 one at 290 with A
+//! row-major and 189 with A column-major), so coefficients are fitted per [`GemmLayout`]: the
+//! layout class of a call once C is made row-major (a call whose C is column-major is priced
+//! as its transpose, Cᵀ = Bᵀ·Aᵀ).
 
 use std::fmt;
 use std::str::FromStr;
@@ -90,7 +97,120 @@ impl FromStr for GemmLibrary {
     }
 }
 
-/// Fitted coefficients of one (library, element type, thread count).
+/// The operand layout class of a GEMM call `C[m×n] = A[m×k]·B[k×n]` once C is row-major:
+/// whether A and B are column-major (unit stride down their columns) rather than row-major.
+/// Operands with no unit stride count as row-major (their scattered lines are priced apart).
+///
+/// ```
+/// use ttgt::model::GemmLayout;
+/// // C column-major: the call is priced as Cᵀ[n×m] = Bᵀ·Aᵀ, whose operands swap roles.
+/// let (l, m, n) = GemmLayout::classify((100, 20, 30), [30, 1], [1, 30], [1, 100]);
+/// assert_eq!((l.name(), m, n), ("rc", 20, 100));
+/// assert_eq!(GemmLayout::classify((100, 20, 30), [30, 1], [20, 1], [20, 1]).0, GemmLayout::ROW);
+/// assert_eq!("rc".parse::<GemmLayout>().unwrap(), GemmLayout { a_col: false, b_col: true });
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GemmLayout {
+    /// A is column-major (its `m` index has unit stride, its `k` index does not).
+    pub a_col: bool,
+    /// B is column-major (its `k` index has unit stride, its `n` index does not).
+    pub b_col: bool,
+}
+
+impl GemmLayout {
+    /// Both operands row-major: the layout of the base fit and of the benchmarks' GEMM
+    /// reference.
+    pub const ROW: GemmLayout = GemmLayout {
+        a_col: false,
+        b_col: false,
+    };
+
+    /// The four classes, [`GemmLayout::ROW`] first.
+    pub const ALL: [GemmLayout; 4] = [
+        GemmLayout::ROW,
+        GemmLayout {
+            a_col: true,
+            b_col: false,
+        },
+        GemmLayout {
+            a_col: false,
+            b_col: true,
+        },
+        GemmLayout {
+            a_col: true,
+            b_col: true,
+        },
+    ];
+
+    /// Short name: `r` or `c` for A, then for B (`"rr"`, `"cr"`, `"rc"`, `"cc"`).
+    pub fn name(self) -> &'static str {
+        match (self.a_col, self.b_col) {
+            (false, false) => "rr",
+            (true, false) => "cr",
+            (false, true) => "rc",
+            (true, true) => "cc",
+        }
+    }
+
+    /// The class of a call with these `(row, column)` strides (in elements) of A, B and C,
+    /// and the `(m, n)` to price it at: swapped when C is column-major, since the call is then
+    /// priced as its transpose.
+    pub fn classify(
+        (m, n, k): (usize, usize, usize),
+        [a_rs, a_cs]: [isize; 2],
+        [b_rs, b_cs]: [isize; 2],
+        [c_rs, c_cs]: [isize; 2],
+    ) -> (GemmLayout, usize, usize) {
+        // A dimension of extent 1 has no stride that matters.
+        let unit = |s: isize, extent: usize| extent <= 1 || s.unsigned_abs() == 1;
+        let col =
+            |rs: isize, cs: isize, rows: usize, cols: usize| !unit(cs, cols) && unit(rs, rows);
+        if col(c_rs, c_cs, m, n) {
+            // Cᵀ[n×m] = Bᵀ[n×k]·Aᵀ[k×m]: Bᵀ has strides (b_cs, b_rs), Aᵀ (a_cs, a_rs).
+            let l = GemmLayout {
+                a_col: col(b_cs, b_rs, n, k),
+                b_col: col(a_cs, a_rs, k, m),
+            };
+            (l, n, m)
+        } else {
+            let l = GemmLayout {
+                a_col: col(a_rs, a_cs, m, k),
+                b_col: col(b_rs, b_cs, k, n),
+            };
+            (l, m, n)
+        }
+    }
+
+    /// `(row, column)` strides of dense `m×k` A and `k×n` B buffers in this class.
+    pub fn strides(self, m: usize, n: usize, k: usize) -> ([isize; 2], [isize; 2]) {
+        let (m, n, k) = (m as isize, n as isize, k as isize);
+        let a = if self.a_col { [1, m] } else { [k, 1] };
+        let b = if self.b_col { [1, k] } else { [n, 1] };
+        (a, b)
+    }
+}
+
+impl fmt::Display for GemmLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for GemmLayout {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        GemmLayout::ALL
+            .into_iter()
+            .find(|l| l.name() == s)
+            .ok_or_else(|| {
+                Error::Unsupported(format!(
+                    "unknown GEMM layout {s:?} (expected rr, cr, rc or cc)"
+                ))
+            })
+    }
+}
+
+/// Fitted coefficients of one (library, element type, thread count, operand layout).
 ///
 /// ```
 /// use ttgt::{DType, model::{GemmCoeffs, GemmLibrary, Profile}};
@@ -106,6 +226,8 @@ pub struct GemmCoeffs {
     pub dtype: DType,
     /// Threads the GEMM ran on.
     pub threads: usize,
+    /// Operand layout class of the calls these coefficients price.
+    pub layout: GemmLayout,
     /// Seconds per call.
     pub call: f64,
     /// Seconds per flop (TCCG convention: 2 per real multiply-add, 8 per complex one).
@@ -139,6 +261,7 @@ impl GemmCoeffs {
             library,
             dtype,
             threads,
+            layout: GemmLayout::ROW,
             call: 2e-6,
             flop: 1.0 / (nominal_gflops(dtype) * 1e9 * t),
             a: 2.0 * es * per_byte,
@@ -200,13 +323,16 @@ fn features(dtype: DType, m: usize, n: usize, k: usize) -> [f64; 5] {
     [1.0, dtype.flops_per_fma() * m * n * k, m * k, k * n, m * n]
 }
 
-/// Shapes a calibration measures for each library and element type: square sizes, and
-/// skinny and flat shapes of the kinds TTGT produces (about `max_flops` flops at most).
+/// Shapes a calibration measures for each library, element type and layout: square sizes
+/// up to `max_flops` flops (the large ones fix the compute-bound rate, which decides between
+/// libraries on big contractions), and skinny, flat, long, deep and small shapes of the kinds
+/// TTGT produces (at most `min(max_flops, 1e9)` flops each).
 ///
 /// ```
 /// let s = ttgt::model::gemm_training_shapes(2e9);
 /// assert!(s.len() >= 16);
 /// assert!(s.iter().all(|&(m, n, k)| 2.0 * (m * n * k) as f64 <= 2e9 * 1.01));
+/// assert!(ttgt::model::gemm_training_shapes(2e10).contains(&(2048, 2048, 2048)));
 /// ```
 pub fn gemm_training_shapes(max_flops: f64) -> Vec<(usize, usize, usize)> {
     let mut v = Vec::new();
@@ -216,15 +342,27 @@ pub fn gemm_training_shapes(max_flops: f64) -> Vec<(usize, usize, usize)> {
             v.push((s, s, s));
         }
     }
-    let big = ((max_flops / 2.0 / 64.0).sqrt() as usize).clamp(64, 8192);
+    let skinny = max_flops.min(1e9);
+    let big = ((skinny / 2.0 / 64.0).sqrt() as usize).clamp(64, 8192);
     for small in [8usize, 24, 64] {
-        let b = ((max_flops / 2.0 / small as f64).sqrt() as usize).clamp(64, 8192);
+        let b = ((skinny / 2.0 / small as f64).sqrt() as usize).clamp(64, 8192);
         v.push((b, b, small)); // flat K (rank-k update)
         v.push((small, b, b)); // few rows
         v.push((b, small, b)); // few columns
     }
     v.push((big, 64, big / 4));
     v.push((100, 300, 700));
+    // long, thin products with a short K (one huge and one small free dimension: the
+    // memory-bound GEMMs of contractions with small extents)
+    let long = ((skinny / 2.0 / (24.0 * 64.0)) as usize).max(64);
+    v.push((long, 24, 64));
+    v.push((24, long, 64));
+    // deep products (a small C summed over a long K, as TTGT makes of contractions whose
+    // free labels are few)
+    for side in [64usize, 256] {
+        let k = ((skinny / 2.0 / (side * side) as f64) as usize).max(64);
+        v.push((side, side, k));
+    }
     // small GEMMs, as loop-over-GEMM plans call them many times: these fix the per-call cost
     for s in [
         (8, 8, 8),
@@ -239,16 +377,50 @@ pub fn gemm_training_shapes(max_flops: f64) -> Vec<(usize, usize, usize)> {
     v
 }
 
-/// Coefficients for `(library, dtype, threads)` from a profile: the stored calibration when
-/// there is one for that thread count (else the closest one below, rescaled), otherwise
-/// [`GemmCoeffs::nominal`].
+/// Coefficients for `(library, dtype, threads)` and row-major operands from a profile (see
+/// [`gemm_coeffs_in`]).
+///
+/// ```
+/// use ttgt::{DType, model::{gemm_coeffs, GemmLayout, GemmLibrary, Profile}};
+/// let c = gemm_coeffs(&Profile::builtin(vec![20.0]), GemmLibrary::Gemm, DType::F32, 2);
+/// assert_eq!((c.threads, c.layout), (2, GemmLayout::ROW));
+/// ```
 pub fn gemm_coeffs(p: &Profile, library: GemmLibrary, dtype: DType, threads: usize) -> GemmCoeffs {
+    gemm_coeffs_in(p, library, dtype, threads, GemmLayout::ROW)
+}
+
+/// Coefficients for `(library, dtype, threads, layout)` from a profile: the stored calibration
+/// when there is one for that thread count (else the closest one below, rescaled); a layout
+/// the profile has no entry for is priced as row-major; without any calibration,
+/// [`GemmCoeffs::nominal`].
+///
+/// ```
+/// use ttgt::{DType, model::{gemm_coeffs_in, GemmLayout, GemmLibrary, Profile}};
+/// let p = Profile::builtin(vec![20.0]);
+/// let l = GemmLayout { a_col: true, b_col: false };
+/// let c = gemm_coeffs_in(&p, GemmLibrary::MatrixMultiply, DType::F64, 1, l);
+/// assert!(!c.measured && c.flop > 0.0);
+/// ```
+pub fn gemm_coeffs_in(
+    p: &Profile,
+    library: GemmLibrary,
+    dtype: DType,
+    threads: usize,
+    layout: GemmLayout,
+) -> GemmCoeffs {
     let threads = threads.max(1);
-    let best = p
-        .gemm
-        .iter()
-        .filter(|c| c.library == library && c.dtype == dtype && c.threads <= threads)
-        .max_by_key(|c| c.threads);
+    let of = |layout: GemmLayout| {
+        p.gemm
+            .iter()
+            .filter(|c| {
+                c.library == library
+                    && c.dtype == dtype
+                    && c.threads <= threads
+                    && c.layout == layout
+            })
+            .max_by_key(|c| c.threads)
+    };
+    let best = of(layout).or_else(|| of(GemmLayout::ROW));
     match best {
         Some(c) if c.threads == threads => c.clone(),
         Some(c) => {
@@ -263,8 +435,8 @@ pub fn gemm_coeffs(p: &Profile, library: GemmLibrary, dtype: DType, threads: usi
     }
 }
 
-/// Predicted seconds of one `m×n×k` GEMM call by `library` on `threads` threads, from this
-/// machine's profile.
+/// Predicted seconds of one `m×n×k` GEMM call with row-major operands by `library` on
+/// `threads` threads, from this machine's profile.
 ///
 /// ```
 /// use ttgt::{DType, model::{gemm_seconds, GemmLibrary}};
@@ -281,4 +453,100 @@ pub fn gemm_seconds(
     threads: usize,
 ) -> f64 {
     gemm_coeffs(&profile(), library, dtype, threads).seconds(m, n, k)
+}
+
+/// Predicted seconds of one GEMM call `C[m×n] = A[m×k]·B[k×n]` with these `(row, column)`
+/// element strides of A, B and C (see [`GemmLayout::classify`]).
+///
+/// ```
+/// use ttgt::{DType, model::{gemm_seconds_strided, GemmLibrary}};
+/// // row-major A and B, column-major C
+/// let t = gemm_seconds_strided(GemmLibrary::Gemm, DType::F64, (300, 200, 100),
+///                              [[100, 1], [200, 1], [1, 300]], 2);
+/// assert!(t > 0.0);
+/// ```
+pub fn gemm_seconds_strided(
+    library: GemmLibrary,
+    dtype: DType,
+    (m, n, k): (usize, usize, usize),
+    [a, b, c]: [[isize; 2]; 3],
+    threads: usize,
+) -> f64 {
+    let (layout, m, n) = GemmLayout::classify((m, n, k), a, b, c);
+    gemm_coeffs_in(&profile(), library, dtype, threads, layout).seconds(m, n, k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Strides of a dense `rows×cols` matrix, row- or column-major.
+    fn dense(rows: usize, cols: usize, col_major: bool) -> [isize; 2] {
+        if col_major {
+            [1, rows as isize]
+        } else {
+            [cols as isize, 1]
+        }
+    }
+
+    #[test]
+    fn classify_reads_the_unit_strides_and_prices_a_column_major_c_as_its_transpose() {
+        let (m, n, k) = (7, 5, 3);
+        for a_col in [false, true] {
+            for b_col in [false, true] {
+                let (a, b) = (dense(m, k, a_col), dense(k, n, b_col));
+                let (l, pm, pn) = GemmLayout::classify((m, n, k), a, b, dense(m, n, false));
+                assert_eq!((l, pm, pn), (GemmLayout { a_col, b_col }, m, n));
+                // The same call with C column-major is Cᵀ = Bᵀ·Aᵀ: Bᵀ is row-major exactly
+                // when B is column-major, and so on.
+                let (t, tm, tn) = GemmLayout::classify((m, n, k), a, b, dense(m, n, true));
+                let expect = GemmLayout {
+                    a_col: !b_col,
+                    b_col: !a_col,
+                };
+                assert_eq!((t, tm, tn), (expect, n, m));
+            }
+        }
+        // Extent-1 dimensions have no stride that matters; strided operands count as rows.
+        let one = GemmLayout::classify((1, 4, 6), [99, 1], [4, 1], [1, 1]);
+        assert_eq!(one, (GemmLayout::ROW, 1, 4));
+        let strided = GemmLayout::classify((4, 4, 4), [8, 2], [12, 3], [4, 1]);
+        assert_eq!(strided.0, GemmLayout::ROW);
+        for l in GemmLayout::ALL {
+            assert_eq!(l.name().parse::<GemmLayout>().unwrap(), l);
+        }
+        assert!("xr".parse::<GemmLayout>().is_err());
+    }
+
+    #[test]
+    fn layouts_fall_back_to_row_major_coefficients_and_survive_the_profile_file() {
+        let mut p = Profile::builtin(vec![20.0]);
+        let base = GemmCoeffs {
+            measured: true,
+            ..GemmCoeffs::nominal(GemmLibrary::Gemm, DType::F32, 2, &p)
+        };
+        let slow_b = GemmCoeffs {
+            layout: GemmLayout {
+                a_col: false,
+                b_col: true,
+            },
+            flop: base.flop * 1.5,
+            ..base.clone()
+        };
+        p.gemm = vec![base.clone(), slow_b.clone()];
+        let q = Profile::from_json(&p.to_json()).unwrap();
+        assert_eq!(q.gemm, p.gemm);
+        let get = |l| gemm_coeffs_in(&q, GemmLibrary::Gemm, DType::F32, 2, l);
+        assert_eq!(get(slow_b.layout), slow_b);
+        // no entry for "cr": the row-major one prices it
+        assert_eq!(get(GemmLayout::ALL[1]), base);
+        // on 4 threads the 2-thread entry of the layout is rescaled
+        let four = gemm_coeffs_in(&q, GemmLibrary::Gemm, DType::F32, 4, slow_b.layout);
+        assert_eq!(four.layout, slow_b.layout);
+        assert!((four.flop - slow_b.flop / 2.0).abs() < 1e-24);
+        // profiles from before layouts existed read as row-major
+        let old = p.to_json().replace("\"layout\": \"rc\",", "");
+        let r = Profile::from_json(&old).unwrap();
+        assert!(r.gemm.iter().all(|g| g.layout == GemmLayout::ROW));
+    }
 }

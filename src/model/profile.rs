@@ -7,7 +7,7 @@ use std::sync::{OnceLock, RwLock};
 
 use serde_json::{json, Value};
 
-use super::gemm::GemmCoeffs;
+use super::gemm::{GemmCoeffs, GemmLayout};
 use crate::error::{Error, Result};
 
 /// Efficiency of each transposition macro-kernel class relative to a plain copy
@@ -97,6 +97,7 @@ impl Profile {
             "transpose": { "rows": t.rows, "tile": t.tile, "tile_stream": t.tile_stream, "scalar": t.scalar, "overhead": t.overhead },
             "gemm": self.gemm.iter().map(|g| json!({
                 "library": g.library.name(), "dtype": g.dtype.name(), "threads": g.threads,
+                "layout": g.layout.name(),
                 "call": g.call, "flop": g.flop, "a": g.a, "b": g.b, "c": g.c,
             })).collect::<Vec<_>>(),
         });
@@ -202,6 +203,11 @@ fn gemm_entry(g: &Value, num: &dyn Fn(&Value, &str) -> Result<f64>) -> Result<Ge
             .get("threads")
             .and_then(Value::as_u64)
             .ok_or_else(|| bad("entry without threads"))? as usize,
+        // profiles written before layouts were fitted hold row-major coefficients only
+        layout: match g.get("layout").and_then(Value::as_str) {
+            Some(l) => l.parse()?,
+            None => GemmLayout::ROW,
+        },
         call: num(g, "call")?,
         flop: num(g, "flop")?,
         a: num(g, "a")?,

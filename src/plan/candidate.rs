@@ -23,8 +23,8 @@ use super::prepare::OperandPrep;
 use crate::einsum::{BoundSpec, Label};
 use crate::error::{Error, Result};
 use crate::model::{
-    gemm_coeffs, gett_blocking, gett_depth, gett_orient, gett_simd_available, gett_work,
-    predict_transpose, profile, GemmLibrary, GettIndex, Profile,
+    gemm_coeffs_in, gett_blocking, gett_depth, gett_orient, gett_simd_available, gett_work,
+    predict_transpose, profile, GemmLayout, GemmLibrary, GettIndex, Profile,
 };
 use crate::tensor::{DType, Layout};
 use crate::transpose::inplace::{InPlaceOptions, InPlacePlan};
@@ -552,6 +552,9 @@ struct Geometry {
     free: Vec<Label>,
     reduce: Vec<Label>,
     mnk: (usize, usize, usize),
+    /// The layout class of the GEMM calls and the `(m, n)` to price them at
+    /// ([`GemmLayout::classify`]).
+    priced: (GemmLayout, usize, usize),
     penalty: f64,
 }
 
@@ -585,6 +588,7 @@ fn geometry(
     let penalty = access_penalty((m, a_rs), (k, a_cs), (n as f64 / 1024.0).ceil(), es, p)
         + access_penalty((k, b_rs), (n, b_cs), 1.0, es, p)
         + access_penalty((m, c_rs), (n, c_cs), 2.0, es, p);
+    let priced = GemmLayout::classify((m, n, k), [a_rs, a_cs], [b_rs, b_cs], [c_rs, c_cs]);
     Geometry {
         gm,
         gn,
@@ -592,6 +596,7 @@ fn geometry(
         free,
         reduce,
         mnk: (m, n, k),
+        priced,
         penalty,
     }
 }
@@ -729,6 +734,7 @@ fn tiled_candidates(
                 free: inner,
                 reduce,
                 mnk: (m, n, k),
+                priced: (layout, pm, pn),
                 penalty,
             } = geometry(pb, [mr, nr, ko], [&la, &lb, &lt], &p);
             let key = (
@@ -754,8 +760,8 @@ fn tiled_candidates(
                 for &parallel in par_opts {
                     let gt = if parallel { 1 } else { threads };
                     let (plan, per_block) = pricer.tile_plan(&tiles, &order, gt)?;
-                    let co = gemm_coeffs(&p, library, pb.dtype, gt);
-                    let per = co.seconds(m, n, k) + penalty / gt as f64;
+                    let co = gemm_coeffs_in(&p, library, pb.dtype, gt, layout);
+                    let per = co.seconds(pm, pn, k) + penalty / gt as f64;
                     let waves = if parallel {
                         blocks.div_ceil(threads)
                     } else {
@@ -1006,6 +1012,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                                 free,
                                 reduce,
                                 mnk: (m, n, k),
+                                priced: (layout, pm, pn),
                                 penalty,
                             } = geometry(pb, [mo, no, ko], [&la, &lb, &lc], &pricer.profile);
                             let mut loops = batch.clone();
@@ -1070,8 +1077,8 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                                 };
                                 for &parallel in par_opts {
                                     let gt = if parallel { 1 } else { threads };
-                                    let co = gemm_coeffs(p, library, pb.dtype, gt);
-                                    let per = co.seconds(m, n, k) + penalty / gt as f64;
+                                    let co = gemm_coeffs_in(p, library, pb.dtype, gt, layout);
+                                    let per = co.seconds(pm, pn, k) + penalty / gt as f64;
                                     let waves = if parallel {
                                         independent.div_ceil(threads)
                                     } else {

@@ -789,3 +789,183 @@ impl<T: Element> GemmRun<'_, T> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Every candidate of small contractions through our own GEMM (the GETT engine; its
+    //! scalar kernel under Miri, `.ci/miri.sh`): packed operands, diagonals and one-sided
+    //! sums, the loop nest with batch and batch-reduce loops, C written directly, through a
+    //! temporary, in place and in tiles, beta zero or not, the epilogue, the measured choice
+    //! (which saves and restores C), and one-operand specs, against the reference loops.
+
+    use super::*;
+    use crate::model::GemmLibrary;
+    use crate::plan::PlanOptions;
+    use ndarray::{ArrayD, Axis, IxDyn};
+
+    /// Small integers (exact sums in every element type).
+    fn ints<T: Element>(shape: &[usize], seed: usize) -> ArrayD<T> {
+        let mut k = seed;
+        ArrayD::from_shape_simple_fn(IxDyn(shape), || {
+            k = (k * 1103515245 + 12345) % (1 << 31);
+            T::from_parts((k >> 16) as f64 % 7.0 - 3.0, (k >> 8) as f64 % 5.0 - 2.0)
+        })
+    }
+
+    /// The ways of running a candidate: C through a temporary, in place, in tiles; a packed
+    /// operand; loops; batch-reduce loops.
+    const WAYS: [&str; 6] = [
+        "temporary C",
+        "C in place",
+        "tiles",
+        "packing",
+        "loops",
+        "reduce",
+    ];
+
+    fn ways(c: &Candidate) -> [bool; 6] {
+        [
+            c.c_temp.is_some(),
+            c.c_in_place.is_some(),
+            c.c_tiles.is_some(),
+            c.a_pack.is_some() || c.b_pack.is_some(),
+            !c.loops.is_empty(),
+            !c.reduce.is_empty(),
+        ]
+    }
+
+    /// Runs the candidates of `spec` (every one; under Miri the planner's choice and the
+    /// first one of each way that `seen` lacks) and the measured choice, with beta zero and
+    /// not, against the reference; marks the ways run in `seen`.
+    fn check<T: Element>(
+        spec: &str,
+        shapes: &[&[usize]],
+        invert_c: bool,
+        opts: &PlanOptions,
+        seen: &mut [bool; 6],
+    ) {
+        let ops: Vec<ArrayD<T>> = shapes
+            .iter()
+            .enumerate()
+            .map(|(k, s)| ints(s, k + 1))
+            .collect();
+        let views: Vec<_> = ops.iter().map(|a| a.view()).collect();
+        let product = crate::reference::einsum(spec, &views).unwrap();
+        let mut c0: ArrayD<T> = ints(product.shape(), 7);
+        if invert_c && c0.ndim() > 0 {
+            c0.invert_axis(Axis(0));
+        }
+        let layouts: Vec<Layout> = ops.iter().map(Layout::of).collect();
+        let mut plan =
+            ContractionPlan::with_options(spec, &layouts, &Layout::of(&c0), T::DTYPE, opts)
+                .unwrap();
+        let inputs: Vec<StridedView<'_, T>> = ops.iter().map(StridedView::of).collect();
+        let cands = plan.candidates();
+        let mut picks: Vec<usize> = if cfg!(miri) {
+            let new = |w: usize| cands.iter().position(|c| ways(c)[w] && !seen[w]);
+            (0..WAYS.len()).filter_map(new).chain([0]).collect()
+        } else {
+            (0..cands.len()).collect()
+        };
+        picks.retain(|&i| i < cands.len());
+        picks.sort_unstable();
+        picks.dedup();
+        for &i in &picks {
+            for (s, w) in seen.iter_mut().zip(ways(&cands[i])) {
+                *s |= w;
+            }
+        }
+        for (alpha, beta) in [(T::one(), T::zero()), (T::from_f64(2.0), T::from_f64(-1.0))] {
+            let want = c0.mapv(|x| beta * x) + product.mapv(|x| alpha * x);
+            let want = want.mapv(|x| opts.epilogue.apply(x));
+            // one run per picked candidate (one plain run for a one-operand spec), then the
+            // measured choice, which saves and restores C between its trials when beta != 0
+            // (under Miri only then)
+            let measured = !cfg!(miri) || !beta.is_exact_zero() || picks.is_empty();
+            let runs = picks
+                .iter()
+                .map(|&i| Some(i))
+                .chain(measured.then_some(None));
+            for run in runs.collect::<Vec<_>>() {
+                let mut c = c0.clone();
+                let mut cv = StridedViewMut::of(&mut c).unwrap();
+                match run {
+                    Some(i) => {
+                        plan.choose(i).unwrap();
+                        plan.execute(alpha, &inputs, beta, &mut cv).unwrap();
+                    }
+                    None if picks.is_empty() => {
+                        plan.execute(alpha, &inputs, beta, &mut cv).unwrap();
+                    }
+                    None => {
+                        plan.measure(alpha, &inputs, beta, &mut cv, Duration::ZERO)
+                            .unwrap();
+                    }
+                }
+                for (g, w) in c.iter().zip(&want) {
+                    assert!(
+                        (*g - *w).abs_f64() <= 1e-5 * (1.0 + w.abs_f64()),
+                        "{spec} {:?} candidate {run:?}: {g} vs {w}\n{}",
+                        T::DTYPE,
+                        plan.explain()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_candidate_with_the_native_gemm() {
+        // Under Miri the planner cannot probe this machine's copy bandwidth (16 MiB copies,
+        // `/proc/cpuinfo`): it gets the default factors of a stored profile instead.
+        #[cfg(miri)]
+        crate::model::set_profile(
+            crate::model::Profile::from_json(
+                r#"{"copy_gbps": [10.0], "transpose": {"rows": 0.9, "tile": 0.4,
+                    "tile_stream": 0.7, "scalar": 0.25, "overhead": 2e-6}}"#,
+            )
+            .unwrap(),
+        );
+        let opts = PlanOptions {
+            threads: Some(2),
+            library: Some(GemmLibrary::Native),
+            tile_bytes: Some(32),
+            ..Default::default()
+        };
+        let relu = PlanOptions {
+            epilogue: Epilogue::Relu,
+            ..opts.clone()
+        };
+        // No room for a copy of C (480 bytes): C is transposed in place, one 160-byte block
+        // of its batch index at a time.
+        let tight = PlanOptions {
+            threads: Some(1),
+            workspace_limit: Some(400),
+            ..opts.clone()
+        };
+        let mut seen = [false; 6];
+        let s = &mut seen;
+        let every_family: &[&[usize]] = &[&[3, 2, 2, 3], &[2, 3, 3]];
+        check::<f64>("abcd,ced->bea", every_family, false, &opts, s);
+        check::<f64>("bij,bjk->bki", &[&[3, 4, 2], &[3, 2, 5]], false, &tight, s);
+        check::<f32>("abk,kcb->ca", &[&[2, 3, 0], &[0, 2, 3]], true, &relu, s);
+        check::<f64>("abb->ba", &[&[3, 4, 4]], true, &relu, s);
+        if !cfg!(miri) {
+            // More of the same loop nest (planning each of these takes Miri many seconds):
+            // batch loops, C reversed, diagonals and one-sided sums (views and `accumulate`,
+            // which the strided tests run under Miri).
+            check::<f32>("bij,bjk->bik", &[&[2, 3, 4], &[2, 4, 3]], true, &relu, s);
+            check::<f64>("aab,bc->ca", &[&[3, 3, 4], &[4, 5]], true, &opts, s);
+            check::<num_complex::Complex32>("abx,bc->ac", &[&[3, 4, 2], &[4, 5]], false, &opts, s);
+            check::<num_complex::Complex64>("abc->ca", &[&[3, 2, 4]], false, &opts, s);
+        }
+        let missing: Vec<&str> = (0..WAYS.len())
+            .filter(|&w| !seen[w])
+            .map(|w| WAYS[w])
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "no case runs a candidate with {missing:?}"
+        );
+    }
+}

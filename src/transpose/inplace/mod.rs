@@ -280,3 +280,90 @@ pub fn transpose_workspace_bytes(
         _ => chunked::cycles_workspace_bytes(chunk, elem_bytes, threads),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The chunk movers (cycle following serial and on threads, with split cycles and chunks
+    //! moved in pieces; square pair swaps; the buffered method) against an out-of-place
+    //! loop, on problems small enough for Miri (`.ci/miri.sh`).
+
+    use super::*;
+
+    /// `[batch][n][m][chunk]` to `[batch][m][n][chunk]`, out of place.
+    fn reference<T: Copy>(v: &[T], batch: usize, m: usize, n: usize, chunk: usize) -> Vec<T> {
+        let mut out = v.to_vec();
+        let block = m * n * chunk;
+        for b in 0..batch {
+            for i in 0..m {
+                for j in 0..n {
+                    let (to, from) = ((i * n + j) * chunk, (j * m + i) * chunk);
+                    out[b * block + to..][..chunk].copy_from_slice(&v[b * block + from..][..chunk]);
+                }
+            }
+        }
+        out
+    }
+
+    /// Every method (with `all`; else cycle following only) on one to three threads (two
+    /// under Miri, where `Auto` is left out too: it is one of the others).
+    fn check<T: Copy + Send + Sync + PartialEq + std::fmt::Debug>(
+        value: impl Fn(usize) -> T,
+        (batch, m, n, chunk): (usize, usize, usize, usize),
+        all: bool,
+    ) {
+        let orig: Vec<T> = (0..batch * m * n * chunk).map(value).collect();
+        let want = reference(&orig, batch, m, n, chunk);
+        let square = if m == n {
+            Method::Square
+        } else {
+            Method::Cycles
+        };
+        let methods = [Method::Cycles, square, Method::Buffered, Method::Auto];
+        let methods = match (all, cfg!(miri)) {
+            (false, _) => &methods[..1],
+            (true, true) => &methods[..3],
+            (true, false) => &methods[..],
+        };
+        for &method in methods {
+            for threads in 1..=if cfg!(miri) { 2 } else { 3 } {
+                let mut v = orig.clone();
+                let opts = InPlaceOptions {
+                    threads: Some(threads),
+                    method,
+                };
+                transpose_batch_in_place(&mut v, batch, m, n, chunk, &opts).unwrap();
+                assert!(
+                    v == want,
+                    "{batch} x {m} x {n} x {chunk}, {method:?} on {threads} threads"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn inplace_chunk_movers_match_out_of_place() {
+        let word = |x: usize| (x as u32).wrapping_mul(2654435761);
+        assert!(cycle_schedule(2, 7, 2).unwrap().sequences > 0);
+        for problem in [
+            (1, 2, 7, 1), // one cycle of length 12: split into sequences on threads
+            (1, 5, 7, 3),
+            (1, 4, 9, 2),
+            (2, 3, 5, 2), // whole blocks per thread
+            (3, 2, 2, 1),
+            (1, 6, 6, 2), // square: pair swaps on threads
+            (4, 5, 5, 1),
+            (1, 1, 7, 2), // nothing moves
+        ] {
+            check(word, problem, true);
+        }
+        // 2 KiB elements: chunks of 33 move in pieces of 32 (64 KiB) and 1.
+        let big = |x: usize| {
+            let mut e = [0u64; 256];
+            e[0] = x as u64;
+            e[255] = !(x as u64);
+            e
+        };
+        assert_eq!(chunked::piece_len::<[u64; 256]>(33), 32);
+        check(big, (1, 3, 2, 33), false);
+    }
+}

@@ -300,17 +300,24 @@ pub(crate) unsafe fn tile_simd<T: Element>(
             );
         }
     }
-    let bottom = Tile {
-        ni: t.ni - fi,
-        ..*t
-    };
-    tile_scalar(a.add(fi), b.offset(fi as isize * t.sbi), &bottom, sc);
-    let right = Tile {
-        ni: fi,
-        nj: t.nj - fj,
-        ..*t
-    };
-    tile_scalar(a.offset(fj as isize * t.saj), b.add(fj), &right, sc);
+    // The scalar strips below and right of the micro-tiles, when they are not empty: the first
+    // element of an empty strip lies past the tile, where even computing its address (with
+    // `offset`/`add`) may leave the allocation, which is undefined behaviour.
+    if fi < t.ni {
+        let bottom = Tile {
+            ni: t.ni - fi,
+            ..*t
+        };
+        tile_scalar(a.add(fi), b.offset(fi as isize * t.sbi), &bottom, sc);
+    }
+    if fj < t.nj {
+        let right = Tile {
+            ni: fi,
+            nj: t.nj - fj,
+            ..*t
+        };
+        tile_scalar(a.offset(fj as isize * t.saj), b.add(fj), &right, sc);
+    }
 }
 
 /// A streaming byte copy for `isa` (non-temporal stores on whole lines), if it has one.

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# CI: the crate's unsafe code under Miri (undefined behaviour, out-of-bounds pointer
+# arithmetic, aliasing violations, data races between rayon tasks). Needs a nightly toolchain
+# with the miri and rust-src components; installs them when it can, and prints
+# "Miri: SKIPPED (...)" and exits 0 when it cannot (no network to the toolchain server).
+#
+# What runs (unit tests, sized down under `cfg(miri)`): the loop walker of transposition plans
+# with the scalar tile and row kernels (transpose/plan.rs, transpose/kernel), the strided
+# copies and reductions (transpose/strided.rs), the in-place chunk movers (transpose/inplace:
+# cycles serial and on threads, split cycles, pieces, square swaps, buffered), element access of
+# views (tensor/view.rs), the GETT engine's scalar kernel and packing (backend/cpu/gett), and
+# the contraction loop nest (backend/cpu/execute.rs) over candidates of small contractions
+# with our own GEMM: packed operands, loops and batch-reduce loops, C direct, through a
+# temporary, in place and in tiles, the epilogue, the measured choice. Not covered: the SIMD
+# kernels (under Miri `is_x86_feature_detected!` reports no AVX, so the scalar paths run), the
+# GEMM libraries (`matrixmultiply`, `gemm`), the huge-page advice (madvise) and FFI (CUDA,
+# HPTT).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TERM_COLOR=never
+
+skip() {
+  echo "Miri: SKIPPED ($1)"
+  exit 0
+}
+
+command -v rustup >/dev/null || skip "rustup not found"
+if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+  rustup toolchain install nightly --profile minimal >/dev/null 2>&1 \
+    || skip "could not install the nightly toolchain"
+fi
+rustup component add --toolchain nightly miri rust-src >/dev/null 2>&1 \
+  || skip "could not install the nightly miri and rust-src components"
+cargo +nightly miri --version >/dev/null 2>&1 || skip "cargo +nightly miri does not run"
+
+# Tree Borrows: rayon's crossbeam-epoch breaks the Stacked Borrows rules but not Tree
+# Borrows' (crossbeam-rs/crossbeam#545, #996). Permissive provenance: crossbeam-epoch also casts
+# integers to pointers, which Miri would warn about on every run. Ignore leaks: rayon's pool
+# threads are still alive when a test binary's main thread returns.
+export MIRIFLAGS="-Zmiri-tree-borrows -Zmiri-permissive-provenance -Zmiri-ignore-leaks"
+
+cargo +nightly miri setup
+# Build once, then the two groups side by side (Miri interprets on one core per process).
+cargo +nightly miri test --lib --no-run
+group() {
+  cargo +nightly miri test --lib -- "$@" >"$log_dir/$1.log" 2>&1
+}
+log_dir=$(mktemp -d)
+trap 'rm -rf "$log_dir"' EXIT
+group backend::cpu::execute:: backend::cpu::gett::tests &
+second=$!
+status=0
+group transpose::plan:: transpose::strided:: transpose::inplace::tests tensor::view:: \
+  backend::cpu::gett::pack:: || status=1
+wait "$second" || status=1
+cat "$log_dir"/transpose::plan::.log "$log_dir"/backend::cpu::execute::.log
+exit "$status"

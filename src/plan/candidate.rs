@@ -459,7 +459,7 @@ fn scattered_runs(l: &Layout, es: usize) -> usize {
     if gap.saturating_mul(es) < SCATTERED_GAP_BYTES {
         return 0;
     }
-    l.len() / run.max(1)
+    l.len() / run
 }
 
 impl Pricer<'_> {
@@ -1196,7 +1196,7 @@ mod tests {
     /// Runs of a block in C: unit-stride dims that continue each other make one run; runs 1 KiB
     /// or more apart count, closer ones do not.
     #[test]
-    fn scattered_runs_count_runs_a_page_apart() {
+    fn scattered_runs_count_runs_far_apart() {
         let l = |d: &[usize], s: &[isize]| Layout::new(d.to_vec(), s.to_vec()).unwrap();
         // 16 rows of 24 f64 (192 B) 1 MiB apart
         assert_eq!(scattered_runs(&l(&[16, 24], &[131072, 1]), 8), 16);

@@ -16,13 +16,6 @@
 //! row-major and 189 with A column-major), so coefficients are fitted per [`GemmLayout`]: the
 //! layout class of a call once C is made row-major (a call whose C is column-major is priced
 //! as its transpose, Cᵀ = Bᵀ·Aᵀ).
-//!
-//! Five coefficients cannot follow every library's blocking: one fitted form priced a
-//! 8064×84×8064 f64 product with column-major A at 100 GFLOP/s on one thread where it ran at
-//! 58. So each fit also keeps its residuals, measured / fitted seconds at every training
-//! shape, and a prediction is the fitted form times a kernel-weighted mean of the residuals
-//! nearby in log-shape space ([`GemmResidual`]): exact up to the smoothing at the training
-//! shapes, the plain fitted form far from all of them.
 
 use std::fmt;
 use std::str::FromStr;
@@ -247,71 +240,6 @@ pub struct GemmCoeffs {
     pub c: f64,
     /// Whether the coefficients were measured on this machine.
     pub measured: bool,
-    /// Measured / fitted seconds at the training shapes (empty: the fitted form alone).
-    pub residuals: Vec<GemmResidual>,
-}
-
-/// The ratio of measured to fitted seconds at one training shape of a [`GemmCoeffs`] fit.
-///
-/// A prediction at `(m, n, k)` multiplies the fitted form by `exp(Σ wᵢ·ln rᵢ / (w₀ + Σ wᵢ))`
-/// with Gaussian weights `wᵢ = exp(-dᵢ² / 2σ²)` of the distance `dᵢ` in octaves between
-/// `(log₂ m, log₂ n, log₂ k)` and residual i's shape, σ = [`GemmResidual::OCTAVES`], and a
-/// prior weight `w₀ = e⁻²` (a residual of ratio 1 at distance 2σ) that draws predictions
-/// far from every training shape back to the fitted form; no prediction is faster than
-/// the best rate measured at a training shape ([`GemmCoeffs::best_seconds_per_flop`]). (A sharper kernel with a weaker
-/// prior, σ = 1 and `w₀ = e⁻⁸`, extrapolated the residuals of the smallest training shapes
-/// onto the 384×24×24 products of the rank-6 TCCG cases and chose plans that ran up to 2.5×
-/// slower.)
-///
-/// ```
-/// use ttgt::{DType, model::{GemmCoeffs, GemmLibrary, GemmResidual, Profile}};
-/// let base = GemmCoeffs::nominal(GemmLibrary::Gemm, DType::F64, 1, &Profile::builtin(vec![20.0]));
-/// let slow = GemmCoeffs { residuals: vec![GemmResidual { m: 512, n: 64, k: 512, ratio: 2.0 }], ..base.clone() };
-/// let near = slow.seconds(512, 64, 512) / base.seconds(512, 64, 512);
-/// let far = slow.seconds(16, 4096, 16) / base.seconds(16, 4096, 16);
-/// assert!(near > 1.7 && near < 2.0);
-/// assert!((far - 1.0).abs() < 1e-3);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct GemmResidual {
-    /// Rows of C.
-    pub m: usize,
-    /// Columns of C.
-    pub n: usize,
-    /// Contracted extent.
-    pub k: usize,
-    /// Measured seconds divided by the fitted form's seconds.
-    pub ratio: f64,
-}
-
-impl GemmResidual {
-    /// Width σ of the smoothing kernel, in octaves of each extent.
-    pub const OCTAVES: f64 = 1.5;
-
-    fn point(m: usize, n: usize, k: usize) -> [f64; 3] {
-        [m, n, k].map(|x| (x.max(1) as f64).log2())
-    }
-}
-
-/// The multiplicative correction of [`GemmResidual`] at `(m, n, k)`.
-fn residual_factor(residuals: &[GemmResidual], m: usize, n: usize, k: usize) -> f64 {
-    if residuals.is_empty() {
-        return 1.0;
-    }
-    let x = GemmResidual::point(m, n, k);
-    let two_var = 2.0 * GemmResidual::OCTAVES * GemmResidual::OCTAVES;
-    let (mut num, mut den) = (0.0, (-2.0f64).exp());
-    for r in residuals {
-        if !(r.ratio > 0.0 && r.ratio.is_finite()) {
-            continue;
-        }
-        let y = GemmResidual::point(r.m, r.n, r.k);
-        let d2: f64 = x.iter().zip(&y).map(|(a, b)| (a - b) * (a - b)).sum();
-        let w = (-d2 / two_var).exp();
-        num += w * r.ratio.ln();
-        den += w;
-    }
-    (num / den).exp()
 }
 
 /// Nominal compute rate per thread (GFLOP/s, TCCG flops) used before a calibration.
@@ -340,42 +268,11 @@ impl GemmCoeffs {
             b: 2.0 * es * per_byte,
             c: 3.0 * es * per_byte,
             measured: false,
-            residuals: Vec::new(),
         }
     }
 
-    /// Predicted seconds of one `m×n×k` call: the fitted form corrected by the residuals.
+    /// Predicted seconds of one `m×n×k` call.
     pub fn seconds(&self, m: usize, n: usize, k: usize) -> f64 {
-        if m == 0 || n == 0 {
-            return 0.0;
-        }
-        let t = self.fitted_seconds(m, n, k) * residual_factor(&self.residuals, m, n, k);
-        // Never faster than the best rate measured for these coefficients: the fitted form's
-        // compute-bound rate, extrapolated past the largest training product, came out up
-        // to 25 % above anything the library reached (f32, column-major operands, trained up
-        // to 1024³), and that flipped the planner's choice of library on the largest GEMMs.
-        let flops = features(self.dtype, m, n, k)[1];
-        match self.best_seconds_per_flop() {
-            Some(s) => t.max(flops * s),
-            None => t,
-        }
-    }
-
-    /// Seconds per flop at the fastest training shape (measured seconds over flops), if the
-    /// coefficients keep their residuals.
-    pub fn best_seconds_per_flop(&self) -> Option<f64> {
-        self.residuals
-            .iter()
-            .filter(|r| r.ratio > 0.0 && r.ratio.is_finite() && r.m > 0 && r.n > 0 && r.k > 0)
-            .map(|r| {
-                r.ratio * self.fitted_seconds(r.m, r.n, r.k)
-                    / features(self.dtype, r.m, r.n, r.k)[1]
-            })
-            .min_by(f64::total_cmp)
-    }
-
-    /// Seconds of the five-term fitted form alone, without the residual correction.
-    pub fn fitted_seconds(&self, m: usize, n: usize, k: usize) -> f64 {
         if m == 0 || n == 0 {
             return 0.0;
         }
@@ -385,8 +282,7 @@ impl GemmCoeffs {
 
     /// Fits coefficients to measured `(m, n, k, seconds)` samples by least squares on
     /// relative errors; coefficients the data cannot determine (or that come out negative)
-    /// keep the `fallback`'s values. The residual of every sample is kept
-    /// ([`GemmResidual`]).
+    /// keep the `fallback`'s values.
     ///
     /// ```
     /// use ttgt::{DType, model::{GemmCoeffs, GemmLibrary, Profile}};
@@ -398,7 +294,6 @@ impl GemmCoeffs {
     /// let fit = GemmCoeffs::fit(&s, &truth);
     /// assert!((fit.flop / truth.flop - 1.0).abs() < 0.01);
     /// assert!(fit.measured);
-    /// assert!(fit.residuals.iter().all(|r| (r.ratio - 1.0).abs() < 0.01));
     /// ```
     pub fn fit(samples: &[(usize, usize, usize, f64)], fallback: &GemmCoeffs) -> GemmCoeffs {
         let rows: Vec<[f64; 5]> = samples
@@ -411,27 +306,15 @@ impl GemmCoeffs {
             Some(v) if v > 0.0 && v.is_finite() => v,
             _ => d,
         };
-        let mut fit = GemmCoeffs {
+        GemmCoeffs {
             call: pick(0, fallback.call),
             flop: pick(1, fallback.flop),
             a: pick(2, fallback.a),
             b: pick(3, fallback.b),
             c: pick(4, fallback.c),
             measured: true,
-            residuals: Vec::new(),
             ..fallback.clone()
-        };
-        fit.residuals = samples
-            .iter()
-            .filter(|s| s.3 > 0.0 && s.0 > 0 && s.1 > 0)
-            .map(|&(m, n, k, t)| GemmResidual {
-                m,
-                n,
-                k,
-                ratio: t / fit.fitted_seconds(m, n, k),
-            })
-            .collect();
-        fit
+        }
     }
 }
 
@@ -454,7 +337,7 @@ fn features(dtype: DType, m: usize, n: usize, k: usize) -> [f64; 5] {
 pub fn gemm_training_shapes(max_flops: f64) -> Vec<(usize, usize, usize)> {
     let mut v = Vec::new();
     let cube = |s: usize| 2.0 * (s * s * s) as f64;
-    for s in [32usize, 64, 128, 256, 512, 1024, 2048, 3072] {
+    for s in [32usize, 64, 128, 256, 512, 1024, 2048] {
         if cube(s) <= max_flops * 1.01 {
             v.push((s, s, s));
         }
@@ -469,12 +352,6 @@ pub fn gemm_training_shapes(max_flops: f64) -> Vec<(usize, usize, usize)> {
     }
     v.push((big, 64, big / 4));
     v.push((100, 300, 700));
-    // middle-sized shapes of loop-over-GEMM plans (one short free dimension and a short K;
-    // a square-ish product with a very short K), where fits of the shapes above strayed most
-    v.push((96, 4096, 96));
-    v.push((4096, 96, 96));
-    v.push((384, 24, 384));
-    v.push((512, 512, 64));
     // long, thin products with a short K (one huge and one small free dimension: the
     // memory-bound GEMMs of contractions with small extents)
     let long = ((skinny / 2.0 / (24.0 * 64.0)) as usize).max(64);
@@ -654,12 +531,6 @@ mod tests {
                 b_col: true,
             },
             flop: base.flop * 1.5,
-            residuals: vec![GemmResidual {
-                m: 8064,
-                n: 84,
-                k: 96,
-                ratio: 1.25,
-            }],
             ..base.clone()
         };
         p.gemm = vec![base.clone(), slow_b.clone()];
@@ -677,62 +548,5 @@ mod tests {
         let old = p.to_json().replace("\"layout\": \"rc\",", "");
         let r = Profile::from_json(&old).unwrap();
         assert!(r.gemm.iter().all(|g| g.layout == GemmLayout::ROW));
-        // a malformed residual is an error, not a silent default
-        let broken = p.to_json().replace("1.25", "-1.0");
-        assert!(Profile::from_json(&broken).is_err());
-    }
-
-    #[test]
-    fn residuals_correct_a_rate_the_fitted_form_cannot_follow() {
-        // a library whose rate drops by 40 % once k passes 1024 (a blocking change the
-        // five-term form has no feature for)
-        let truth = |m: usize, n: usize, k: usize| {
-            let rate = if k > 1024 { 60e9 } else { 100e9 };
-            2e-6 + 2.0 * (m * n * k) as f64 / rate
-        };
-        let shapes = gemm_training_shapes(2e10);
-        let samples: Vec<_> = shapes
-            .iter()
-            .map(|&(m, n, k)| (m, n, k, truth(m, n, k)))
-            .collect();
-        let base = GemmCoeffs::nominal(
-            GemmLibrary::Gemm,
-            DType::F64,
-            1,
-            &Profile::builtin(vec![20.0]),
-        );
-        let fit = GemmCoeffs::fit(&samples, &base);
-        assert_eq!(fit.residuals.len(), samples.len());
-        let err = |f: &dyn Fn(usize, usize, usize) -> f64| {
-            samples
-                .iter()
-                .map(|&(m, n, k, t)| (f(m, n, k) / t - 1.0).abs())
-                .fold(0.0, f64::max)
-        };
-        let plain = err(&|m, n, k| fit.fitted_seconds(m, n, k));
-        let corrected = err(&|m, n, k| fit.seconds(m, n, k));
-        assert!(plain > 0.2, "the fitted form alone misses by {plain}");
-        assert!(
-            corrected < 0.6 * plain,
-            "corrected {corrected} vs plain {plain}"
-        );
-        // between training shapes the correction follows its neighbours: a deep product
-        // near (256, 256, k > 1024) samples is priced near the slow rate
-        let (m, n, k) = (300, 300, 8192);
-        let rel = fit.seconds(m, n, k) / truth(m, n, k);
-        assert!((rel - 1.0).abs() < 0.25, "deep product off by {rel}");
-        // far past the largest training product the rate stays at or below the best measured
-        let best = samples
-            .iter()
-            .map(|&(m, n, k, t)| 2.0 * (m * n * k) as f64 / t)
-            .fold(0.0, f64::max);
-        let (m, n, k) = (16384, 16384, 512);
-        let rate = 2.0 * (m * n * k) as f64 / fit.seconds(m, n, k);
-        assert!(
-            rate <= best * (1.0 + 1e-9),
-            "{rate} above the best measured {best}"
-        );
-        let s = fit.best_seconds_per_flop().unwrap();
-        assert!((1.0 / s / best - 1.0).abs() < 1e-9);
     }
 }

@@ -12,7 +12,7 @@ mod transpose;
 pub use calibrate::{calibrate, copy_seconds, copy_seconds_on, probe_copy};
 pub use gemm::{
     gemm_coeffs, gemm_coeffs_in, gemm_seconds, gemm_seconds_strided, gemm_training_shapes,
-    GemmCoeffs, GemmLayout, GemmLibrary, GemmResidual,
+    GemmCoeffs, GemmLayout, GemmLibrary,
 };
 pub use gett::{
     gett_blocking, gett_depth, gett_orient, gett_oriented, gett_seconds, gett_simd_available,

@@ -7,7 +7,7 @@ use std::sync::{OnceLock, RwLock};
 
 use serde_json::{json, Value};
 
-use super::gemm::{GemmCoeffs, GemmLayout, GemmResidual};
+use super::gemm::{GemmCoeffs, GemmLayout};
 use crate::error::{Error, Result};
 
 /// Efficiency of each transposition macro-kernel class relative to a plain copy
@@ -99,7 +99,6 @@ impl Profile {
                 "library": g.library.name(), "dtype": g.dtype.name(), "threads": g.threads,
                 "layout": g.layout.name(),
                 "call": g.call, "flop": g.flop, "a": g.a, "b": g.b, "c": g.c,
-                "residuals": g.residuals.iter().map(|r| json!([r.m, r.n, r.k, r.ratio])).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
         });
         serde_json::to_string_pretty(&v).unwrap_or_default()
@@ -215,29 +214,6 @@ fn gemm_entry(g: &Value, num: &dyn Fn(&Value, &str) -> Result<f64>) -> Result<Ge
         b: num(g, "b")?,
         c: num(g, "c")?,
         measured: true,
-        // profiles written before residuals were kept price by the fitted form alone
-        residuals: match g.get("residuals").and_then(Value::as_array) {
-            Some(list) => list.iter().map(residual_entry).collect::<Result<_>>()?,
-            None => Vec::new(),
-        },
-    })
-}
-
-/// One stored residual: `[m, n, k, ratio]`.
-fn residual_entry(r: &Value) -> Result<GemmResidual> {
-    let bad =
-        || Error::Unsupported("calibration profile: gemm residual is not [m, n, k, ratio]".into());
-    let a = r.as_array().filter(|a| a.len() == 4).ok_or_else(bad)?;
-    let dim = |i: usize| a[i].as_u64().map(|x| x as usize).ok_or_else(bad);
-    let ratio = a[3]
-        .as_f64()
-        .filter(|x| *x > 0.0 && x.is_finite())
-        .ok_or_else(bad)?;
-    Ok(GemmResidual {
-        m: dim(0)?,
-        n: dim(1)?,
-        k: dim(2)?,
-        ratio,
     })
 }
 

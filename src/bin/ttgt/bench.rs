@@ -386,7 +386,7 @@ pub struct CalibrateArgs {
     pub threads: Option<usize>,
     /// Largest GEMM of the GEMM-model calibration, in MFLOP (real types; a quarter for
     /// complex ones).
-    #[arg(long, value_name = "MFLOP", default_value_t = 60000.0)]
+    #[arg(long, value_name = "MFLOP", default_value_t = 20000.0)]
     pub gemm_mflop: f64,
     /// Skip the GEMM-model calibration (keep nominal GEMM rates).
     #[arg(long)]

@@ -227,6 +227,93 @@ fn every_isa_and_block_on_tiles_with_remainders() {
     }
 }
 
+/// Streamed tiles into a B that starts anywhere inside a cache line (every element offset
+/// from a line boundary): the B-side block grid shifts to the first line boundary, the first
+/// block covers the columns before it. Every element of B gets `alpha * perm(A)`, nothing
+/// around B is touched; all levels and dtypes, several block widths, one and two threads.
+fn misaligned_case<T: Element>(dims: &[usize], perm: &[usize], opts: &TransposeOptions) {
+    let es = std::mem::size_of::<T>();
+    let n: usize = dims.iter().product();
+    let a: Vec<T> = (0..n).map(value).collect();
+    let la = Layout::row_major(dims).unwrap();
+    let bdims: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+    let lb = Layout::row_major(&bdims).unwrap();
+    let plan = TransposePlan::new(perm, &la, &lb, T::DTYPE, opts).unwrap();
+    let sentinel = T::from_parts(-7.25, 3.5);
+    let mut back = vec![sentinel; n + 2 * 64];
+    let start = back.as_ptr() as usize;
+    for off_bytes in (0..64).step_by(es) {
+        // First element of B `off_bytes` past a line boundary (the buffer itself starts at
+        // a multiple of the element's alignment, not necessarily of its size).
+        let first = (64 - start % 64) % 64 + off_bytes;
+        if !first.is_multiple_of(es) {
+            continue;
+        }
+        let off = first / es;
+        back.fill(sentinel);
+        let alpha = T::from_parts(0.5, 0.0);
+        {
+            let av = StridedView::from_slice(&a, la.clone(), 0).unwrap();
+            let mut bv =
+                StridedViewMut::from_slice(&mut back[off..off + n], lb.clone(), 0).unwrap();
+            plan.execute(alpha, &av, T::zero(), &mut bv).unwrap();
+        }
+        let strides_a = la.strides();
+        for (lin, got) in back[off..off + n].iter().enumerate() {
+            // B's multi-index from its linear position, then A's element.
+            let mut rem = lin;
+            let mut src = 0isize;
+            for k in (0..bdims.len()).rev() {
+                let i = rem % bdims[k];
+                rem /= bdims[k];
+                src += i as isize * strides_a[perm[k]];
+            }
+            let want = alpha * a[src as usize];
+            assert!(
+                (*got - want).abs_f64() <= 1e-6 * (1.0 + want.abs_f64()),
+                "offset {off_bytes} B, element {lin}: got {got}, want {want} ({opts:?})"
+            );
+        }
+        assert!(
+            back[..off].iter().all(|x| *x == sentinel),
+            "before B, offset {off_bytes}"
+        );
+        assert!(
+            back[off + n..].iter().all(|x| *x == sentinel),
+            "after B, offset {off_bytes}"
+        );
+    }
+}
+
+#[test]
+fn streamed_tiles_into_misaligned_outputs() {
+    let shapes: [(&[usize], &[usize]); 4] = [
+        (&[37, 53], &[1, 0]),
+        (&[48, 5, 3, 48], &[3, 1, 2, 0]),
+        (&[16, 40, 9], &[2, 0, 1]),
+        (&[7, 24, 384], &[0, 2, 1]),
+    ];
+    for isa in Isa::available() {
+        for threads in [1, 2] {
+            for block in [None, Some(64)] {
+                let opts = TransposeOptions {
+                    threads: Some(threads),
+                    isa: Some(isa),
+                    block,
+                    streaming: Some(true),
+                    ..Default::default()
+                };
+                for (dims, perm) in shapes {
+                    misaligned_case::<f32>(dims, perm, &opts);
+                    misaligned_case::<f64>(dims, perm, &opts);
+                    misaligned_case::<Complex32>(dims, perm, &opts);
+                    misaligned_case::<Complex64>(dims, perm, &opts);
+                }
+            }
+        }
+    }
+}
+
 /// Complex (non-real) scalars take the scalar path and are still right.
 #[test]
 fn complex_scalars() {

@@ -245,6 +245,18 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     let es = std::mem::size_of::<T>() as isize;
     let (lda, ldb) = (t.saj * es, t.sbi * es);
     let (al, be) = (sc.alpha.re(), sc.beta.re());
+    // The micro-tile at row `i0`, column `j0` of a tile at `a`, `b`.
+    // SAFETY (callers): the micro-tile lies inside the tile.
+    let micro_at = |f: MicroFn, a: *const T, b: *mut T, t: &Tile, i0: isize, j0: isize| unsafe {
+        f(
+            a.offset(i0 + j0 * t.saj) as *const u8,
+            lda,
+            b.offset(j0 + i0 * t.sbi) as *mut u8,
+            ldb,
+            al,
+            be,
+        )
+    };
     // Non-temporal stores when every destination row of a micro-tile is aligned: rows are
     // `ldb` bytes apart, so that is `ldb` and the first row's address being multiples.
     let nt = match m.nt {
@@ -254,8 +266,8 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     // When the rows are equally misaligned (a tile that starts inside a line of a
     // line-aligned B, e.g. with a forced block size), the micro-tile grid starts `shift`
     // elements into each row so that every micro-tile row is aligned; the first `shift`
-    // columns go to a scalar strip on the left. (B itself starts on a line whenever
-    // anything streams: `TransposePlan::execute_raw`.)
+    // columns go to a strip on the left. (A plan shifts its grid of B-side blocks so that
+    // only its first block starts inside a line: `TransposePlan::execute_raw`.)
     let shift = match nt {
         Some((_, align)) if (b as usize).is_multiple_of(es as usize) => {
             let mis = b as usize % align;
@@ -273,9 +285,23 @@ pub(crate) unsafe fn tile_simd<T: Element>(
         _ => 0,
     };
     if shift > 0 {
-        // SAFETY: the left strip and the shifted rest are sub-tiles of `t` (shift < nj).
-        let left = Tile { nj: shift, ..*t };
-        tile_scalar(a, b, &left, sc);
+        // The left strip: ordinary-store micro-tiles over columns [0, w), whose columns
+        // [shift, w) the aligned streamed micro-tiles below write again with the same values
+        // (streaming implies beta = 0: B is not read, only overwritten, by this thread);
+        // its rows below the last whole micro-tile, scalar.
+        // SAFETY: the strip and the shifted rest are sub-tiles of `t` (shift + w <= nj).
+        let fi = t.ni / w * w;
+        for i0 in (0..fi as isize).step_by(w) {
+            micro_at(m.f, a, b, t, i0, 0);
+        }
+        if fi < t.ni {
+            let left = Tile {
+                ni: t.ni - fi,
+                nj: shift,
+                ..*t
+            };
+            tile_scalar(a.add(fi), b.offset(fi as isize * t.sbi), &left, sc);
+        }
     }
     let (a, b) = (a.offset(shift as isize * t.saj), b.add(shift));
     let t = &Tile {
@@ -290,14 +316,7 @@ pub(crate) unsafe fn tile_simd<T: Element>(
                 Some((g, align)) if (dst as usize).is_multiple_of(align) => g,
                 _ => m.f,
             };
-            f(
-                a.offset(i0 + j0 * t.saj) as *const u8,
-                lda,
-                b.offset(j0 + i0 * t.sbi) as *mut u8,
-                ldb,
-                al,
-                be,
-            );
+            micro_at(f, a, b, t, i0, j0);
         }
     }
     // The scalar strips below and right of the micro-tiles, when they are not empty: the first

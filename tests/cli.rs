@@ -711,6 +711,25 @@ fn calibrate_dry_run() {
     }
 }
 
+/// `ttgt calibrate --gemm-concurrency-only --threads 2 --dry-run` measures one
+/// concurrent-call factor per element type for the `gemm` crate and keeps the rest.
+#[test]
+fn calibrate_gemm_concurrency_only() {
+    let out = ok(&[
+        "calibrate",
+        "--gemm-concurrency-only",
+        "--threads",
+        "2",
+        "--dry-run",
+    ]);
+    let p = ttgt::model::Profile::from_json(&out).unwrap();
+    assert_eq!(p.gemm_concurrent.len(), 4);
+    for c in &p.gemm_concurrent {
+        assert_eq!((c.library, c.threads), (ttgt::model::GemmLibrary::Gemm, 2));
+        assert!((0.5..=4.0).contains(&c.factor), "{c:?}");
+    }
+}
+
 /// `ttgt bench inplace --json` on two tiny explicit cases prints one JSON line per case with
 /// the documented keys; a malformed --case is a one-line error with status 2.
 #[test]

@@ -214,6 +214,7 @@ pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
         copy,
         transpose: TransposeCoeffs::default(),
         gemm: Vec::new(),
+        gemm_concurrent: Vec::new(),
     };
     // Least squares on relative errors: each case i contributes the row c_ik / t_i (its
     // coefficient-free cost per class over its measured time) with target 1, and the

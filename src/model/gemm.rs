@@ -549,4 +549,40 @@ mod tests {
         let r = Profile::from_json(&old).unwrap();
         assert!(r.gemm.iter().all(|g| g.layout == GemmLayout::ROW));
     }
+
+    #[test]
+    fn concurrent_call_factors_survive_the_profile_file() {
+        use crate::model::ConcurrentGemm;
+        let mut p = Profile::builtin(vec![20.0, 30.0]);
+        p.gemm_concurrent = vec![
+            ConcurrentGemm {
+                library: GemmLibrary::Gemm,
+                dtype: DType::F32,
+                threads: 2,
+                factor: 1.25,
+            },
+            ConcurrentGemm {
+                library: GemmLibrary::Gemm,
+                dtype: DType::F64,
+                threads: 2,
+                factor: 1.125,
+            },
+        ];
+        let q = Profile::from_json(&p.to_json()).unwrap();
+        assert_eq!(q.gemm_concurrent, p.gemm_concurrent);
+        assert_eq!(q.gemm_concurrency(GemmLibrary::Gemm, DType::F64, 2), 1.125);
+        assert_eq!(q.gemm_concurrency(GemmLibrary::Gemm, DType::F32, 1), 1.0);
+        assert_eq!(
+            q.gemm_concurrency(GemmLibrary::MatrixMultiply, DType::F32, 2),
+            1.0
+        );
+        // profiles from before the entry existed: no slowdown; a bad factor is an error
+        let v: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
+        let mut old = v.clone();
+        old.as_object_mut().unwrap().remove("gemm_concurrent");
+        let r = Profile::from_json(&old.to_string()).unwrap();
+        assert!(r.gemm_concurrent.is_empty());
+        let bad = p.to_json().replace("1.125", "-1.0");
+        assert!(Profile::from_json(&bad).is_err());
+    }
 }

@@ -7,8 +7,9 @@ use std::sync::{OnceLock, RwLock};
 
 use serde_json::{json, Value};
 
-use super::gemm::{GemmCoeffs, GemmLayout};
+use super::gemm::{GemmCoeffs, GemmLayout, GemmLibrary};
 use crate::error::{Error, Result};
+use crate::tensor::DType;
 
 /// Efficiency of each transposition macro-kernel class relative to a plain copy
 /// (bandwidth ratio at perfect cache-line use).
@@ -60,9 +61,50 @@ pub struct Profile {
     /// GEMM coefficients measured per library, element type and thread count (empty before
     /// `ttgt calibrate`: the planner then uses [`GemmCoeffs::nominal`]).
     pub gemm: Vec<GemmCoeffs>,
+    /// How much longer each single-threaded GEMM call takes, against the one-thread model,
+    /// when `threads` of them run at once (a parallel loop of calls): measured per library
+    /// and element type by `ttgt calibrate` ([`crate::backend::cpu::calibrate_gemm_concurrency`]).
+    pub gemm_concurrent: Vec<ConcurrentGemm>,
+}
+
+/// One measured slowdown of concurrent single-threaded GEMM calls (see
+/// [`Profile::gemm_concurrent`]).
+///
+/// ```
+/// use ttgt::{DType, model::{ConcurrentGemm, GemmLibrary, Profile}};
+/// let mut p = Profile::builtin(vec![20.0, 30.0]);
+/// assert_eq!(p.gemm_concurrency(GemmLibrary::Gemm, DType::F32, 2), 1.0);
+/// p.gemm_concurrent.push(ConcurrentGemm { library: GemmLibrary::Gemm, dtype: DType::F32, threads: 2, factor: 1.3 });
+/// assert_eq!(p.gemm_concurrency(GemmLibrary::Gemm, DType::F32, 4), 1.3);
+/// assert_eq!(p.gemm_concurrency(GemmLibrary::Gemm, DType::F64, 2), 1.0);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConcurrentGemm {
+    /// The library.
+    pub library: GemmLibrary,
+    /// The element type.
+    pub dtype: DType,
+    /// How many calls ran at once, one per thread.
+    pub threads: usize,
+    /// Geometric mean over the probe shapes of (time of a call among `threads` concurrent
+    /// ones) / (one-thread model's price of the call).
+    pub factor: f64,
 }
 
 impl Profile {
+    /// The slowdown factor of single-threaded GEMM calls run `threads` at a time: the entry
+    /// measured at the most threads not above `threads`, else 1.
+    pub fn gemm_concurrency(&self, library: GemmLibrary, dtype: DType, threads: usize) -> f64 {
+        if threads <= 1 {
+            return 1.0;
+        }
+        self.gemm_concurrent
+            .iter()
+            .filter(|c| c.library == library && c.dtype == dtype && c.threads <= threads)
+            .max_by_key(|c| c.threads)
+            .map_or(1.0, |c| c.factor)
+    }
+
     /// A profile from measured copy bandwidths and default efficiency factors.
     pub fn builtin(copy: Vec<f64>) -> Profile {
         Profile {
@@ -72,6 +114,7 @@ impl Profile {
             copy,
             transpose: TransposeCoeffs::default(),
             gemm: Vec::new(),
+            gemm_concurrent: Vec::new(),
         }
     }
 
@@ -99,6 +142,10 @@ impl Profile {
                 "library": g.library.name(), "dtype": g.dtype.name(), "threads": g.threads,
                 "layout": g.layout.name(),
                 "call": g.call, "flop": g.flop, "a": g.a, "b": g.b, "c": g.c,
+            })).collect::<Vec<_>>(),
+            "gemm_concurrent": self.gemm_concurrent.iter().map(|c| json!({
+                "library": c.library.name(), "dtype": c.dtype.name(), "threads": c.threads,
+                "factor": c.factor,
             })).collect::<Vec<_>>(),
         });
         serde_json::to_string_pretty(&v).unwrap_or_default()
@@ -154,6 +201,14 @@ impl Profile {
                     .collect::<Result<_>>()?,
                 None => Vec::new(),
             },
+            // Profiles stored before this entry existed read as "no slowdown measured".
+            gemm_concurrent: match v.get("gemm_concurrent").and_then(Value::as_array) {
+                Some(list) => list
+                    .iter()
+                    .map(|c| concurrent_entry(c, &num))
+                    .collect::<Result<_>>()?,
+                None => Vec::new(),
+            },
         })
     }
 
@@ -186,6 +241,30 @@ impl Profile {
         let text = std::fs::read_to_string(Profile::path()?).ok()?;
         Profile::from_json(&text).ok()
     }
+}
+
+/// One stored concurrent-call factor.
+fn concurrent_entry(
+    c: &Value,
+    num: &dyn Fn(&Value, &str) -> Result<f64>,
+) -> Result<ConcurrentGemm> {
+    let bad =
+        |what: &str| Error::Unsupported(format!("calibration profile: gemm_concurrent {what}"));
+    let text = |k: &str| {
+        c.get(k)
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad(&format!("entry without {k}")))
+    };
+    let factor = num(c, "factor")?;
+    if !(factor.is_finite() && factor > 0.0) {
+        return Err(bad("factor must be a positive number"));
+    }
+    Ok(ConcurrentGemm {
+        library: text("library")?.parse()?,
+        dtype: text("dtype")?.parse().map_err(|e: String| bad(&e))?,
+        threads: num(c, "threads")?.max(1.0) as usize,
+        factor,
+    })
 }
 
 /// One stored GEMM coefficient set.

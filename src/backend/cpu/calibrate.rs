@@ -4,11 +4,26 @@
 use std::time::Instant;
 
 use num_complex::{Complex32, Complex64};
+use rayon::prelude::*;
 
 use super::gemm::{gemm, Mat, MatMut};
 use crate::error::Result;
-use crate::model::{gemm_training_shapes, GemmCoeffs, GemmLayout, GemmLibrary, Profile};
+use crate::model::{
+    gemm_coeffs_in, gemm_training_shapes, ConcurrentGemm, GemmCoeffs, GemmLayout, GemmLibrary,
+    Profile,
+};
 use crate::tensor::{zeroed_aligned, DType, Element};
+use crate::transpose::on_threads;
+
+/// An aligned buffer of `len` elements (from the returned offset on) filled with the
+/// repeating values `(i % modulus) * step`.
+fn filled<T: Element>(len: usize, modulus: usize, step: f64) -> Result<(Vec<T>, usize)> {
+    let (mut v, off) = zeroed_aligned::<T>(len, "GEMM timing operand")?;
+    for (i, x) in v[off..].iter_mut().enumerate() {
+        *x = T::from_f64((i % modulus) as f64 * step);
+    }
+    Ok((v, off))
+}
 
 fn time_typed<T: Element>(
     library: GemmLibrary,
@@ -18,15 +33,9 @@ fn time_typed<T: Element>(
     repeat: usize,
 ) -> Result<f64> {
     let ([a_rs, a_cs], [b_rs, b_cs]) = layout.strides(m, n, k);
-    let (mut a, oa) = zeroed_aligned::<T>(m * k, "GEMM timing operand")?;
-    let (mut b, ob) = zeroed_aligned::<T>(k * n, "GEMM timing operand")?;
+    let (a, oa) = filled::<T>(m * k, 7, 0.25)?;
+    let (b, ob) = filled::<T>(k * n, 5, 0.5)?;
     let (mut c, oc) = zeroed_aligned::<T>(m * n, "GEMM timing result")?;
-    for (i, x) in a[oa..].iter_mut().enumerate() {
-        *x = T::from_f64((i % 7) as f64 * 0.25);
-    }
-    for (i, x) in b[ob..].iter_mut().enumerate() {
-        *x = T::from_f64((i % 5) as f64 * 0.5);
-    }
     let mut best = f64::INFINITY;
     for _ in 0..repeat.max(1) + 1 {
         let t = Instant::now();
@@ -161,5 +170,135 @@ pub fn calibrate_gemm(profile: &mut Profile, threads: usize, max_flops: f64) -> 
     }
     profile.gemm.retain(|g| g.threads != threads);
     profile.gemm.extend(fitted);
+    Ok(())
+}
+
+/// Seconds per call of `threads` threads each running `calls` single-threaded calls of an
+/// `m×n×k` row-major GEMM by `library` back to back, as the tasks of a parallel loop do:
+/// each call reads its own block of A and writes its own block of C, cycling through
+/// enough blocks (about 32 MiB per thread) that they come from memory, not from cache, as
+/// a loop's blocks do; B is shared. Best of `repeat` rounds after one warm-up round.
+fn time_concurrent_typed<T: Element>(
+    library: GemmLibrary,
+    (m, n, k): (usize, usize, usize),
+    threads: usize,
+    calls: usize,
+    repeat: usize,
+) -> Result<f64> {
+    let es = std::mem::size_of::<T>();
+    let block = m * k + m * n;
+    let blocks = ((32usize << 20) / (block * es).max(1)).clamp(1, calls.max(1));
+    let (b, ob) = filled::<T>(k * n, 5, 0.5)?;
+    let mut sets = Vec::with_capacity(threads);
+    for _ in 0..threads {
+        sets.push(filled::<T>(blocks * block, 7, 0.25)?);
+    }
+    let b = &b[ob..];
+    let mut best = f64::INFINITY;
+    for _ in 0..repeat.max(1) + 1 {
+        let t = Instant::now();
+        on_threads(threads, || {
+            sets.par_iter_mut().for_each(|(ac, off)| {
+                for call in 0..calls {
+                    let base = *off + (call % blocks) * block;
+                    let (a, c) = ac[base..base + block].split_at_mut(m * k);
+                    // SAFETY: dense row-major m×k, k×n and m×n blocks of exactly those sizes;
+                    // each thread writes its own C blocks.
+                    unsafe {
+                        gemm(
+                            library,
+                            1,
+                            m,
+                            n,
+                            k,
+                            T::one(),
+                            Mat {
+                                ptr: a.as_ptr(),
+                                rs: k as isize,
+                                cs: 1,
+                            },
+                            Mat {
+                                ptr: b.as_ptr(),
+                                rs: n as isize,
+                                cs: 1,
+                            },
+                            T::zero(),
+                            MatMut {
+                                ptr: c.as_mut_ptr(),
+                                rs: n as isize,
+                                cs: 1,
+                            },
+                        );
+                    }
+                }
+            })
+        });
+        best = best.min(t.elapsed().as_secs_f64() / calls.max(1) as f64);
+    }
+    std::hint::black_box(&sets);
+    Ok(best)
+}
+
+/// The shapes of the concurrent-call probe: the small and skinny calls that parallel loops
+/// of a contraction make (every m in 24..2048, n and k in 24..384, by factors of 4).
+fn concurrency_shapes() -> Vec<(usize, usize, usize)> {
+    let mut v = Vec::new();
+    for m in [24, 96, 384, 2048] {
+        for n in [24, 96, 384] {
+            for k in [24, 96, 384] {
+                v.push((m, n, k));
+            }
+        }
+    }
+    v
+}
+
+/// Measures how much slower single-threaded GEMM calls run when `threads` of them run at
+/// once (a contraction's parallel loop of calls) than the one-thread model prices them, for
+/// the `gemm` crate (the library parallel loops use) and every element type, and stores the
+/// geometric mean over [`concurrency_shapes`] in `profile.gemm_concurrent`. Needs the
+/// one-thread GEMM coefficients ([`calibrate_gemm`] at 1 thread) first; a few seconds.
+///
+/// ```no_run
+/// let mut p = ttgt::model::profile();
+/// ttgt::backend::cpu::calibrate_gemm(&mut p, 1, 2e8).unwrap();
+/// ttgt::backend::cpu::calibrate_gemm_concurrency(&mut p, 2).unwrap();
+/// assert!(p.gemm_concurrent.iter().all(|c| c.factor > 0.0));
+/// ```
+pub fn calibrate_gemm_concurrency(profile: &mut Profile, threads: usize) -> Result<()> {
+    if threads < 2 {
+        return Ok(());
+    }
+    let library = GemmLibrary::Gemm;
+    let mut measured = Vec::new();
+    for dtype in [DType::F32, DType::F64, DType::C32, DType::C64] {
+        let co = gemm_coeffs_in(profile, library, dtype, 1, GemmLayout::ROW);
+        let mut log_sum = 0.0;
+        let shapes = concurrency_shapes();
+        for &s in &shapes {
+            let priced = co.seconds(s.0, s.1, s.2).max(1e-9);
+            // about 5 ms of calls per thread and round, so that waking the threads does not
+            // count
+            let calls = ((5e-3 / priced).ceil() as usize).clamp(1, 5000);
+            let t = match dtype {
+                DType::F32 => time_concurrent_typed::<f32>(library, s, threads, calls, 3),
+                DType::F64 => time_concurrent_typed::<f64>(library, s, threads, calls, 3),
+                DType::C32 => time_concurrent_typed::<Complex32>(library, s, threads, calls, 3),
+                DType::C64 => time_concurrent_typed::<Complex64>(library, s, threads, calls, 3),
+            }?;
+            log_sum += (t / priced).ln();
+        }
+        let factor = (log_sum / shapes.len() as f64).exp().clamp(0.5, 4.0);
+        measured.push(ConcurrentGemm {
+            library,
+            dtype,
+            threads,
+            factor,
+        });
+    }
+    profile
+        .gemm_concurrent
+        .retain(|c| !(c.library == library && c.threads == threads));
+    profile.gemm_concurrent.extend(measured);
     Ok(())
 }

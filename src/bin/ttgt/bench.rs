@@ -394,6 +394,10 @@ pub struct CalibrateArgs {
     /// Print the profile without storing it.
     #[arg(long)]
     pub dry_run: bool,
+    /// Only re-measure the slowdown of concurrent single-threaded GEMM calls (parallel loops)
+    /// and keep the rest of the stored profile.
+    #[arg(long)]
+    pub gemm_concurrency_only: bool,
     /// Backend: cpu, or cuda (fits the GPU transpose model, stored per device name).
     #[arg(long, value_name = "BACKEND", default_value = "cpu")]
     pub backend: String,
@@ -405,15 +409,23 @@ pub fn calibrate(a: &CalibrateArgs) -> CliResult<()> {
         return crate::cuda::calibrate(a.mib, a.dry_run);
     }
     let threads = a.threads.unwrap_or_else(rayon::current_num_threads).max(1);
-    let mut p = ttgt::model::calibrate(a.mib.max(1) << 20, threads)?;
-    if !a.no_gemm {
-        let max_flops = (a.gemm_mflop * 1e6).max(1e6);
-        ttgt::backend::cpu::calibrate_gemm(&mut p, threads, max_flops)?;
-        if threads > 1 {
-            // parallel loops run single-threaded GEMMs
-            ttgt::backend::cpu::calibrate_gemm(&mut p, 1, max_flops)?;
+    let p = if a.gemm_concurrency_only {
+        let mut p = ttgt::model::profile();
+        ttgt::backend::cpu::calibrate_gemm_concurrency(&mut p, threads)?;
+        p
+    } else {
+        let mut p = ttgt::model::calibrate(a.mib.max(1) << 20, threads)?;
+        if !a.no_gemm {
+            let max_flops = (a.gemm_mflop * 1e6).max(1e6);
+            ttgt::backend::cpu::calibrate_gemm(&mut p, threads, max_flops)?;
+            if threads > 1 {
+                // parallel loops run single-threaded GEMMs, several at once
+                ttgt::backend::cpu::calibrate_gemm(&mut p, 1, max_flops)?;
+                ttgt::backend::cpu::calibrate_gemm_concurrency(&mut p, threads)?;
+            }
         }
-    }
+        p
+    };
     say(&p.to_json())?;
     if !a.dry_run {
         let path = p.save()?;

@@ -378,14 +378,14 @@ const RUN_HEAD_LINES: usize = 2;
 /// copy bandwidth; `passes` is how often the library reads the block.
 ///
 /// With `head_only` (the C block, which the library's micro-kernel writes a few lines per
-/// row at a time whether the rows are adjacent or not) only the first
-/// [`RUN_HEAD_LINES`] lines of each run count as scattered, so runs of four lines and more
-/// cost nothing extra. Measured on tccg-39 (f64, 2 threads, Zen 5): GEMM calls writing
-/// 384 rows of 3 KiB in place in C, 786 KiB apart, ran at 10–12 ms where the full-row
-/// price had them at 31 ms and the planner chose a 16 ms plan. A and B keep the full
-/// price: the libraries pack them from each row in turn, and pricing their long runs at
-/// the head only picked loops of small in-place calls that ran 1.3–1.6x slower (tccg-5:
-/// 72×24×72 calls, 11 → 14 ms).
+/// row at a time whether the rows are adjacent or not) only the first [`RUN_HEAD_LINES`]
+/// lines of each run count as scattered, so runs of four lines and more cost nothing extra.
+/// Measured on tccg-39 (2 threads, Zen 5): 400 f32 GEMM calls writing 480 rows of 1.9 KiB
+/// each in place in C ran in 14.5 ms where the full-row price had them at 30.7 ms, and the
+/// planner chose a 33 ms plan (f64: 16 ms over 10–12 ms plans). A and B keep the full price:
+/// the libraries pack them from each row in turn, and pricing their long runs at the head
+/// too picked loops of small in-place calls that ran slower (tccg-5, f64: 72×24×72 calls,
+/// 10.9 → 14.1 ms).
 fn access_penalty(
     rows: (usize, isize),
     cols: (usize, isize),

@@ -351,23 +351,6 @@ fn matdim(labels: &[Label], axis_labels: &[Label], l: &Layout) -> (usize, isize)
     fuse(&d, &s).unwrap_or((1, 0))
 }
 
-/// The slowdown of each single-threaded GEMM call of a parallel loop (`threads` calls at
-/// once) against the one-thread model, as calibrated ([`Profile::gemm_concurrency`]); 1 for
-/// serial loops.
-fn concurrency(
-    p: &Profile,
-    library: GemmLibrary,
-    dtype: DType,
-    parallel: bool,
-    threads: usize,
-) -> f64 {
-    if parallel {
-        p.gemm_concurrency(library, dtype, threads)
-    } else {
-        1.0
-    }
-}
-
 /// Lines at the start of each contiguous run of a strided C block that [`access_penalty`]
 /// prices as scattered.
 const RUN_HEAD_LINES: usize = 2;
@@ -846,8 +829,10 @@ fn tiled_candidates(
                     let gt = if parallel { 1 } else { threads };
                     let (plan, per_block) = pricer.tile_plan(&tiles, &order, gt)?;
                     let co = gemm_coeffs_in(&p, library, pb.dtype, gt, layout);
+                    // `threads / gt` calls at once: the calibrated slowdown of a parallel
+                    // loop's single-threaded calls, 1 for one threaded call at a time
                     let per = co.seconds(pm, pn, k)
-                        * concurrency(&p, library, pb.dtype, parallel, threads)
+                        * p.gemm_concurrency(library, pb.dtype, threads / gt)
                         + penalty / gt as f64;
                     let waves = if parallel {
                         blocks.div_ceil(threads)
@@ -1166,7 +1151,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                                     let gt = if parallel { 1 } else { threads };
                                     let co = gemm_coeffs_in(p, library, pb.dtype, gt, layout);
                                     let per = co.seconds(pm, pn, k)
-                                        * concurrency(p, library, pb.dtype, parallel, threads)
+                                        * p.gemm_concurrency(library, pb.dtype, threads / gt)
                                         + penalty / gt as f64;
                                     let waves = if parallel {
                                         independent.div_ceil(threads)

@@ -727,22 +727,23 @@ impl TransposePlan {
                 KernelKind::Tile { i, j, .. } => {
                     let ni = pi.map_or(1, |k| b.min(i.n - idx[k] * b));
                     let bj = self.block_j;
+                    // Block `jb` covers [start, end); blocks after the first are shifted by
+                    // `head` from where the odometer put them (no shift without a head).
                     let (a0, b0, nj) = match pj {
-                        Some(k) if head > 0 => {
+                        Some(k) => {
                             let jb = idx[k];
-                            if jb == 0 {
-                                (a0, b0, (head + bj).min(j.n))
+                            let (start, shift) = if jb == 0 {
+                                (0, 0)
                             } else {
-                                let start = head + jb * bj;
-                                let h = head as isize;
-                                (
-                                    a0.offset(h * j.sa),
-                                    b0.offset(h * j.sb),
-                                    bj.min(j.n - start),
-                                )
-                            }
+                                (head + jb * bj, head as isize)
+                            };
+                            let end = (head + (jb + 1) * bj).min(j.n);
+                            (
+                                a0.offset(shift * j.sa),
+                                b0.offset(shift * j.sb),
+                                end - start,
+                            )
                         }
-                        Some(k) => (a0, b0, bj.min(j.n - idx[k] * bj)),
                         None => (a0, b0, 1),
                     };
                     let t = Tile {

@@ -270,11 +270,11 @@ pub fn calibrate_gemm_concurrency(profile: &mut Profile, threads: usize) -> Resu
         return Ok(());
     }
     let library = GemmLibrary::Gemm;
+    let shapes = concurrency_shapes();
     let mut measured = Vec::new();
     for dtype in [DType::F32, DType::F64, DType::C32, DType::C64] {
         let co = gemm_coeffs_in(profile, library, dtype, 1, GemmLayout::ROW);
         let mut log_sum = 0.0;
-        let shapes = concurrency_shapes();
         for &s in &shapes {
             let priced = co.seconds(s.0, s.1, s.2).max(1e-9);
             // about 5 ms of calls per thread and round, so that waking the threads does not

@@ -730,6 +730,51 @@ fn calibrate_gemm_concurrency_only() {
     }
 }
 
+/// `ttgt calibrate --transpose-only --dry-run` re-fits the transposition factors at one
+/// thread and at `--threads`, and keeps the stored profile's GEMM model.
+#[test]
+fn calibrate_transpose_only_keeps_gemm() {
+    let dir = std::env::temp_dir().join(format!("ttgt-cal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("profile.json");
+    let mut stored = ttgt::model::Profile::builtin(vec![10.0, 12.0]);
+    stored.gemm_concurrent.push(ttgt::model::ConcurrentGemm {
+        library: ttgt::model::GemmLibrary::Gemm,
+        dtype: ttgt::DType::F64,
+        threads: 2,
+        factor: 1.25,
+    });
+    std::fs::write(&path, stored.to_json()).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_ttgt"))
+        .args([
+            "calibrate",
+            "--transpose-only",
+            "--threads",
+            "2",
+            "--mib",
+            "4",
+            "--dry-run",
+        ])
+        .env("TTGT_PROFILE", &path)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let p = ttgt::model::Profile::from_json(&stdout(&o)).unwrap();
+    assert!(p.calibrated);
+    assert_eq!(p.gemm_concurrent, stored.gemm_concurrent);
+    let counts: Vec<usize> = p.transpose_at.iter().map(|(n, _)| *n).collect();
+    assert_eq!(counts, [1, 2]);
+    assert_eq!(p.transpose_coeffs(2), &p.transpose);
+    for (_, c) in &p.transpose_at {
+        for f in [c.rows, c.tile, c.tile_stream, c.scalar] {
+            assert!((0.02..=4.0).contains(&f), "{c:?}");
+        }
+    }
+    // the stored file is untouched by a dry run
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), stored.to_json());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `ttgt bench inplace --json` on two tiny explicit cases prints one JSON line per case with
 /// the documented keys; a malformed --case is a one-line error with status 2.
 #[test]

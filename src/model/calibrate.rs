@@ -63,6 +63,23 @@ pub fn probe_copy(bytes: usize) -> Vec<f64> {
         .collect()
 }
 
+/// `d` scaled by `f`, keeping what decides a transposition's speed besides its size: an
+/// extent that is a multiple of 16 (a whole number of cache lines of f32 per row, whole
+/// micro-tiles) stays one, and does not become a power of two of 256 or more (whose rows
+/// alias in the caches, unlike the original's); others round to the nearest integer.
+fn scaled_extent(d: usize, f: f64) -> usize {
+    let x = d as f64 * f;
+    if !d.is_multiple_of(16) {
+        return (x.round() as usize).max(2);
+    }
+    let m = ((x / 16.0).round() as usize).max(1) * 16;
+    if m >= 256 && m.is_power_of_two() {
+        m + 16
+    } else {
+        m
+    }
+}
+
 /// Training problems: `(perm, row-major extents, dtype, force scalar)`: every third case of the
 /// TTC table scaled down to about `elems` elements (f32, and f64 at half the extents' volume),
 /// plus contiguous-row problems, rank-6 equal-extent tiles and scalar-forced tiles.
@@ -76,11 +93,7 @@ fn training_set(elems: usize) -> Vec<(Vec<usize>, Vec<usize>, DType, bool)> {
         let f = (target as f64 / vol as f64)
             .powf(1.0 / c.sizes.len() as f64)
             .min(1.0);
-        let dims: Vec<usize> = c
-            .sizes
-            .iter()
-            .map(|&d| ((d as f64 * f).round() as usize).max(2))
-            .collect();
+        let dims: Vec<usize> = c.sizes.iter().map(|&d| scaled_extent(d, f)).collect();
         v.push((c.perm.clone(), dims, dt, false));
     }
     let side = |r: usize| (elems as f64).powf(1.0 / r as f64).round().max(2.0) as usize;
@@ -90,10 +103,10 @@ fn training_set(elems: usize) -> Vec<(Vec<usize>, Vec<usize>, DType, bool)> {
         let a = (m as f64).sqrt() as usize;
         v.push((vec![1, 0, 2], vec![a, (m / a).max(2), l], DType::F32, false));
     }
-    // Rank-6 tiles of equal extents (the 720-permutation set's shape): with 16 f32 per A
-    // row these are the one-line-run tiles written with ordinary stores, so the `tile` class
-    // gets training rows; the last (adjacent B rows, far A rows) streams.
-    let s6 = side(6);
+    // Rank-6 tiles of equal extents (the 720-permutation set's shape, at most 16): with 16
+    // f32 per A row these are the one-line-run tiles written with ordinary stores, so the
+    // `tile` class gets training rows; the last (adjacent B rows, far A rows) streams.
+    let s6 = side(6).min(16);
     for perm in [
         [0, 1, 2, 5, 3, 4],
         [1, 2, 3, 5, 4, 0],
@@ -203,6 +216,43 @@ pub(crate) fn solve_ridge<const N: usize>(rows: &[[f64; N]]) -> [Option<f64>; N]
     out
 }
 
+/// Fits the transposition factors at `threads` threads on the training set.
+fn fit_transpose(bytes: usize, threads: usize, p: &Profile) -> Result<TransposeCoeffs> {
+    // Every plan falls in one kernel class, so each class is fitted on its own cases: the
+    // inverse efficiency is the geometric mean of (measured time) / (coefficient-free cost),
+    // which leaves no bias in the log of the time ratio over the training set.
+    let mut logs: [Vec<f64>; 4] = Default::default();
+    for (perm, dims, dt, scalar) in training_set(bytes / 4) {
+        let (t, costs) = time_case(&perm, &dims, dt, scalar, threads, p)?;
+        let parts = costs.parts();
+        let total: f64 = parts.iter().sum();
+        if t <= 0.0 || total <= 0.0 {
+            continue;
+        }
+        if let Some(k) = (0..4).find(|&k| parts[k] >= 0.99 * total) {
+            logs[k].push((t / parts[k]).ln());
+        }
+    }
+    let fit = |k: usize, default: f64| {
+        let v = &logs[k];
+        if v.is_empty() {
+            return default;
+        }
+        let x = (v.iter().sum::<f64>() / v.len() as f64).exp();
+        // Streamed kernels can beat a copy that reads each destination line before writing
+        // it (1.5x fewer bytes): allow up to 4x.
+        (1.0 / x).clamp(0.02, 4.0)
+    };
+    let d = TransposeCoeffs::default();
+    Ok(TransposeCoeffs {
+        rows: fit(0, d.rows),
+        tile: fit(1, d.tile),
+        tile_stream: fit(2, d.tile_stream),
+        scalar: fit(3, d.scalar),
+        overhead: d.overhead,
+    })
+}
+
 /// Measures a full profile: copy bandwidth for every thread count and transposition factors
 /// fitted at `threads` threads on tensors of about `bytes` bytes. Takes a few seconds.
 pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
@@ -213,32 +263,20 @@ pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
         calibrated: true,
         copy,
         transpose: TransposeCoeffs::default(),
+        transpose_at: Vec::new(),
         gemm: Vec::new(),
         gemm_concurrent: Vec::new(),
     };
-    // Least squares on relative errors: each case i contributes the row c_ik / t_i (its
-    // coefficient-free cost per class over its measured time) with target 1, and the
-    // unknowns are the inverse efficiencies x_k (t_i ≈ Σ_k c_ik x_k).
-    let mut rows: Vec<[f64; 4]> = Vec::new();
-    for (perm, dims, dt, scalar) in training_set(bytes / 4) {
-        let (t, costs) = time_case(&perm, &dims, dt, scalar, threads, &p)?;
-        if t > 0.0 {
-            rows.push(costs.parts().map(|c| c / t));
+    // Factors at one thread and at `threads` (see `Profile::transpose_at`).
+    let mut counts = vec![1, threads.max(1)];
+    counts.dedup();
+    for &n in &counts {
+        let c = fit_transpose(bytes, n, &p)?;
+        if n == threads.max(1) {
+            p.transpose = c.clone();
         }
+        p.transpose_at.push((n, c));
     }
-    let x = solve_ridge(&rows);
-    let fit = |k: usize, default: f64| match x[k] {
-        Some(v) if v > 0.0 => (1.0 / v).clamp(0.02, 1.5),
-        _ => default,
-    };
-    let d = TransposeCoeffs::default();
-    p.transpose = TransposeCoeffs {
-        rows: fit(0, d.rows),
-        tile: fit(1, d.tile),
-        tile_stream: fit(2, d.tile_stream),
-        scalar: fit(3, d.scalar),
-        overhead: d.overhead,
-    };
     p.created = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |x| x.as_secs());
@@ -248,6 +286,15 @@ pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scaled_extents_keep_line_multiples() {
+        assert_eq!(scaled_extent(7248, 0.565), 4112); // 4096 would alias
+        assert_eq!(scaled_extent(384, 0.7), 272);
+        assert_eq!(scaled_extent(48, 0.1), 16);
+        assert_eq!(scaled_extent(355, 0.5), 178);
+        assert_eq!(scaled_extent(15, 0.1), 2);
+    }
 
     #[test]
     fn ridge_recovers_inverse_efficiencies() {

@@ -56,8 +56,14 @@ pub struct Profile {
     pub calibrated: bool,
     /// Copy bandwidth (bytes read + written per second / 1e9) for 1, 2, ... threads.
     pub copy: Vec<f64>,
-    /// Transposition efficiency factors.
+    /// Transposition efficiency factors (at the calibration's thread count; see also
+    /// [`Profile::transpose_at`]).
     pub transpose: TransposeCoeffs,
+    /// Transposition efficiency factors fitted at each calibrated thread count, as
+    /// `(threads, factors)`: one core cannot keep as many misses in flight as the memory
+    /// system serves, so a kernel's rate relative to a copy at the same thread count differs
+    /// between one thread and all cores. Empty in profiles stored before this entry existed.
+    pub transpose_at: Vec<(usize, TransposeCoeffs)>,
     /// GEMM coefficients measured per library, element type and thread count (empty before
     /// `ttgt calibrate`: the planner then uses [`GemmCoeffs::nominal`]).
     pub gemm: Vec<GemmCoeffs>,
@@ -113,9 +119,31 @@ impl Profile {
             calibrated: false,
             copy,
             transpose: TransposeCoeffs::default(),
+            transpose_at: Vec::new(),
             gemm: Vec::new(),
             gemm_concurrent: Vec::new(),
         }
+    }
+
+    /// The transposition factors for `threads` threads: those fitted at that thread count, else
+    /// at the most threads below it, else [`Profile::transpose`].
+    ///
+    /// ```
+    /// use ttgt::model::{Profile, TransposeCoeffs};
+    /// let mut p = Profile::builtin(vec![20.0, 30.0]);
+    /// let one = TransposeCoeffs { tile: 1.2, ..Default::default() };
+    /// p.transpose_at.push((1, one.clone()));
+    /// assert_eq!(p.transpose_coeffs(1), &one);
+    /// assert_eq!(p.transpose_coeffs(4), &one);
+    /// p.transpose_at.clear();
+    /// assert_eq!(p.transpose_coeffs(1), &p.transpose);
+    /// ```
+    pub fn transpose_coeffs(&self, threads: usize) -> &TransposeCoeffs {
+        self.transpose_at
+            .iter()
+            .filter(|(t, _)| *t <= threads.max(1))
+            .max_by_key(|(t, _)| *t)
+            .map_or(&self.transpose, |(_, c)| c)
     }
 
     /// Copy bandwidth at `threads` threads, GB/s.
@@ -138,6 +166,10 @@ impl Profile {
             "calibrated": self.calibrated,
             "copy_gbps": self.copy,
             "transpose": { "rows": t.rows, "tile": t.tile, "tile_stream": t.tile_stream, "scalar": t.scalar, "overhead": t.overhead },
+            "transpose_threads": self.transpose_at.iter().map(|(n, t)| json!({
+                "threads": n, "rows": t.rows, "tile": t.tile, "tile_stream": t.tile_stream,
+                "scalar": t.scalar, "overhead": t.overhead,
+            })).collect::<Vec<_>>(),
             "gemm": self.gemm.iter().map(|g| json!({
                 "library": g.library.name(), "dtype": g.dtype.name(), "threads": g.threads,
                 "layout": g.layout.name(),
@@ -161,6 +193,15 @@ impl Profile {
                 .ok_or_else(|| bad(&format!("missing {k}")))
         };
         let t = v.get("transpose").ok_or_else(|| bad("missing transpose"))?;
+        let coeffs = |t: &Value| -> Result<TransposeCoeffs> {
+            Ok(TransposeCoeffs {
+                rows: num(t, "rows")?,
+                tile: num(t, "tile")?,
+                tile_stream: num(t, "tile_stream")?,
+                scalar: num(t, "scalar")?,
+                overhead: num(t, "overhead")?,
+            })
+        };
         let copy: Vec<f64> = v
             .get("copy_gbps")
             .and_then(Value::as_array)
@@ -187,12 +228,21 @@ impl Profile {
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
             copy,
-            transpose: TransposeCoeffs {
-                rows: num(t, "rows")?,
-                tile: num(t, "tile")?,
-                tile_stream: num(t, "tile_stream")?,
-                scalar: num(t, "scalar")?,
-                overhead: num(t, "overhead")?,
+            transpose: coeffs(t)?,
+            // Profiles stored before this entry existed: the one set of factors for all.
+            transpose_at: match v.get("transpose_threads").and_then(Value::as_array) {
+                Some(list) => list
+                    .iter()
+                    .map(|e| {
+                        let n = e
+                            .get("threads")
+                            .and_then(Value::as_u64)
+                            .filter(|&n| n > 0)
+                            .ok_or_else(|| bad("transpose_threads entry without threads"))?;
+                        Ok((n as usize, coeffs(e)?))
+                    })
+                    .collect::<Result<_>>()?,
+                None => Vec::new(),
             },
             gemm: match v.get("gemm").and_then(Value::as_array) {
                 Some(list) => list

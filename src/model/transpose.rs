@@ -1,6 +1,6 @@
 //! The transposition cost model: predicted seconds of a [`TransposePlan`] from the machine's
 //! copy bandwidth at the plan's thread count and a per-kernel efficiency, discounted for
-//! partly used cache lines (short contiguous runs) and for the scalar remainder strips.
+//! partly used cache lines (short contiguous runs).
 
 use super::profile::{profile, Profile};
 use crate::error::Result;
@@ -89,19 +89,19 @@ fn unit_costs(plan: &TransposePlan, beta_nonzero: bool, bw: f64) -> Costs {
                     ..Costs::default()
                 };
             }
-            let w = plan.isa().width(plan.dtype()) as f64;
-            let full = |n: usize| ((n as f64 / w).floor() * w) / n as f64;
-            let f = full(i.n) * full(j.n);
-            let mut c = Costs {
-                scalar: cost * (1.0 - f),
-                ..Costs::default()
-            };
+            // Remainders narrower than a micro-tile run through masked edge micro-tiles, at
+            // the tile kernel's rate.
             if streamed {
-                c.tile_stream = cost * f;
+                Costs {
+                    tile_stream: cost,
+                    ..Costs::default()
+                }
             } else {
-                c.tile = cost * f;
+                Costs {
+                    tile: cost,
+                    ..Costs::default()
+                }
             }
-            c
         }
     }
 }
@@ -117,7 +117,7 @@ fn unit_costs(plan: &TransposePlan, beta_nonzero: bool, bw: f64) -> Costs {
 /// assert!(t > 2.0 * 512.0 * 512.0 * 8.0 / 20e9); // never faster than a copy
 /// ```
 pub fn predict_transpose(plan: &TransposePlan, beta_nonzero: bool, p: &Profile) -> f64 {
-    let c = &p.transpose;
+    let c = p.transpose_coeffs(plan.threads());
     if plan.normalized().is_empty() {
         return c.overhead;
     }

@@ -755,10 +755,8 @@ impl TransposePlan {
                         sbj: j.sb,
                     };
                     match micro {
-                        Some(m) if ni >= m.w && nj >= m.w => {
-                            kernel::tile_simd(a0, b0, &t, sc, m, stream)
-                        }
-                        _ => kernel::tile_scalar(a0, b0, &t, sc),
+                        Some(m) => kernel::tile_simd(a0, b0, &t, sc, m, stream),
+                        None => kernel::tile_scalar(a0, b0, &t, sc),
                     }
                 }
             }

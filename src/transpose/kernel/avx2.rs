@@ -62,18 +62,10 @@ unsafe fn store_pd<const M: u8, const NT: bool>(dst: *mut u8, v: __m256d, al: f6
     }
 }
 
-/// f32, 8×8.
-#[target_feature(enable = "avx2")]
-pub(crate) unsafe fn t_f32<const M: u8, const NT: bool>(
-    a: *const u8,
-    lda: isize,
-    b: *mut u8,
-    ldb: isize,
-    al: f64,
-    be: f64,
-) {
-    let r = |k: isize| _mm256_loadu_ps(a.offset(k * lda) as *const f32);
-    let (r0, r1, r2, r3, r4, r5, r6, r7) = (r(0), r(1), r(2), r(3), r(4), r(5), r(6), r(7));
+/// 8×8 transpose of f32 rows.
+#[inline(always)]
+unsafe fn tr8(r: [__m256; 8]) -> [__m256; 8] {
+    let [r0, r1, r2, r3, r4, r5, r6, r7] = r;
     // Interleave pairs of rows, then pairs of pairs, then swap 128-bit halves.
     let t0 = _mm256_unpacklo_ps(r0, r1);
     let t1 = _mm256_unpackhi_ps(r0, r1);
@@ -91,7 +83,7 @@ pub(crate) unsafe fn t_f32<const M: u8, const NT: bool>(
     let s5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
     let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
     let s7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
-    let c = [
+    [
         _mm256_permute2f128_ps::<0x20>(s0, s4),
         _mm256_permute2f128_ps::<0x20>(s1, s5),
         _mm256_permute2f128_ps::<0x20>(s2, s6),
@@ -100,17 +92,30 @@ pub(crate) unsafe fn t_f32<const M: u8, const NT: bool>(
         _mm256_permute2f128_ps::<0x31>(s1, s5),
         _mm256_permute2f128_ps::<0x31>(s2, s6),
         _mm256_permute2f128_ps::<0x31>(s3, s7),
-    ];
+    ]
+}
+
+/// f32, 8×8.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn t_f32<const M: u8, const NT: bool>(
+    a: *const u8,
+    lda: isize,
+    b: *mut u8,
+    ldb: isize,
+    al: f64,
+    be: f64,
+) {
+    let r = |k: isize| _mm256_loadu_ps(a.offset(k * lda) as *const f32);
+    let c = tr8([r(0), r(1), r(2), r(3), r(4), r(5), r(6), r(7)]);
     for (i, v) in c.into_iter().enumerate() {
         store_ps::<M, NT>(b.offset(i as isize * ldb), v, al, be);
     }
 }
 
-/// Transposes four rows of four 8-byte units.
+/// 4×4 transpose of 8-byte units.
 #[inline(always)]
-unsafe fn tr4x8(a: *const u8, lda: isize) -> [__m256d; 4] {
-    let r = |k: isize| _mm256_loadu_pd(a.offset(k * lda) as *const f64);
-    let (r0, r1, r2, r3) = (r(0), r(1), r(2), r(3));
+unsafe fn tr4(r: [__m256d; 4]) -> [__m256d; 4] {
+    let [r0, r1, r2, r3] = r;
     let t0 = _mm256_unpacklo_pd(r0, r1);
     let t1 = _mm256_unpackhi_pd(r0, r1);
     let t2 = _mm256_unpacklo_pd(r2, r3);
@@ -121,6 +126,13 @@ unsafe fn tr4x8(a: *const u8, lda: isize) -> [__m256d; 4] {
         _mm256_permute2f128_pd::<0x31>(t0, t2),
         _mm256_permute2f128_pd::<0x31>(t1, t3),
     ]
+}
+
+/// Transposes four rows of four 8-byte units read from `a`.
+#[inline(always)]
+unsafe fn tr4x8(a: *const u8, lda: isize) -> [__m256d; 4] {
+    let r = |k: isize| _mm256_loadu_pd(a.offset(k * lda) as *const f64);
+    tr4([r(0), r(1), r(2), r(3)])
 }
 
 /// f64, 4×4.
@@ -172,6 +184,179 @@ pub(crate) unsafe fn t_c64<const M: u8, const NT: bool>(
         al,
         be,
     );
+}
+
+/// A lane mask of the first `n` 32-bit lanes (sign bits set), for masked moves.
+#[inline(always)]
+unsafe fn first32(n: usize) -> __m256i {
+    _mm256_cmpgt_epi32(
+        _mm256_set1_epi32(n as i32),
+        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+    )
+}
+
+/// A lane mask of the first `n` 64-bit lanes.
+#[inline(always)]
+unsafe fn first64(n: usize) -> __m256i {
+    _mm256_cmpgt_epi64(_mm256_set1_epi64x(n as i64), _mm256_setr_epi64x(0, 1, 2, 3))
+}
+
+/// Masked store of the f32 lanes of `m`, scaled as [`store_ps`] (ordinary stores).
+#[inline(always)]
+unsafe fn store_ps_mask<const M: u8>(dst: *mut u8, m: __m256i, v: __m256, al: f64, be: f64) {
+    let p = dst as *mut f32;
+    let v = if M == COPY {
+        v
+    } else {
+        let s = _mm256_mul_ps(_mm256_set1_ps(al as f32), v);
+        if M == AXPBY {
+            let old = _mm256_maskload_ps(p, m);
+            _mm256_add_ps(s, _mm256_mul_ps(_mm256_set1_ps(be as f32), old))
+        } else {
+            s
+        }
+    };
+    _mm256_maskstore_ps(p, m, v);
+}
+
+/// Masked store of the f64 lanes of `m`, scaled as [`store_pd`] (ordinary stores).
+#[inline(always)]
+unsafe fn store_pd_mask<const M: u8>(dst: *mut u8, m: __m256i, v: __m256d, al: f64, be: f64) {
+    let p = dst as *mut f64;
+    let v = if M == COPY {
+        v
+    } else {
+        let s = _mm256_mul_pd(_mm256_set1_pd(al), v);
+        if M == AXPBY {
+            let old = _mm256_maskload_pd(p, m);
+            _mm256_add_pd(s, _mm256_mul_pd(_mm256_set1_pd(be), old))
+        } else {
+            s
+        }
+    };
+    _mm256_maskstore_pd(p, m, v);
+}
+
+// Edge micro-kernels: the W×W kernels above restricted to the first `ri` units of each
+// source row (`ri <= W`) and the first `rj` source rows (`rj <= W`), for the right and
+// bottom edges of a tile. Only those units are read and written (masked moves, which touch
+// no memory in masked-off lanes); rows past `rj` enter the transposition as zeros and their
+// lanes are never stored.
+//
+// Safety: as the full kernels, for `k < rj` and `i < ri` and the first `ri` (resp. `rj`)
+// units of each row only; no non-temporal stores.
+
+/// f32 edge, up to 8×8.
+#[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)] // the micro-kernel's operands plus the edge extents
+pub(crate) unsafe fn e_f32<const M: u8>(
+    a: *const u8,
+    lda: isize,
+    b: *mut u8,
+    ldb: isize,
+    al: f64,
+    be: f64,
+    ri: usize,
+    rj: usize,
+) {
+    let (mi, mj) = (first32(ri), first32(rj));
+    let r = |k: usize| {
+        if k < rj {
+            _mm256_maskload_ps(a.offset(k as isize * lda) as *const f32, mi)
+        } else {
+            _mm256_setzero_ps()
+        }
+    };
+    let c = tr8([r(0), r(1), r(2), r(3), r(4), r(5), r(6), r(7)]);
+    for (i, v) in c.into_iter().enumerate().take(ri) {
+        store_ps_mask::<M>(b.offset(i as isize * ldb), mj, v, al, be);
+    }
+}
+
+/// Loads rows of four 8-byte units, the first `ri` units of the first `rj` rows.
+#[inline(always)]
+unsafe fn rows4_mask(a: *const u8, lda: isize, ri: usize, rj: usize) -> [__m256d; 4] {
+    let mi = first64(ri);
+    let r = |k: usize| {
+        if k < rj {
+            _mm256_maskload_pd(a.offset(k as isize * lda) as *const f64, mi)
+        } else {
+            _mm256_setzero_pd()
+        }
+    };
+    [r(0), r(1), r(2), r(3)]
+}
+
+/// Defines an edge kernel over four rows of four 8-byte units, stored with `rj`'s lane mask
+/// (`$mj`) after `$cast`.
+macro_rules! edge4_kernel {
+    ($(#[$doc:meta])* $name:ident, $store:ident, $cast:expr, $mj:expr) => {
+        $(#[$doc])*
+        #[target_feature(enable = "avx2")]
+        #[allow(clippy::too_many_arguments)] // the micro-kernel's operands plus the extents
+        pub(crate) unsafe fn $name<const M: u8>(
+            a: *const u8,
+            lda: isize,
+            b: *mut u8,
+            ldb: isize,
+            al: f64,
+            be: f64,
+            ri: usize,
+            rj: usize,
+        ) {
+            let mj = $mj(rj);
+            for (i, v) in tr4(rows4_mask(a, lda, ri, rj)).into_iter().enumerate().take(ri) {
+                $store::<M>(b.offset(i as isize * ldb), mj, $cast(v), al, be);
+            }
+        }
+    };
+}
+
+edge4_kernel!(
+    /// f64 edge, up to 4×4.
+    e_f64,
+    store_pd_mask,
+    |v| v,
+    first64
+);
+edge4_kernel!(
+    /// Complex32 edge (8-byte units, f32 arithmetic), up to 4×4.
+    e_c32,
+    store_ps_mask,
+    _mm256_castpd_ps,
+    |n: usize| first32(2 * n)
+);
+
+/// Complex64 edge (16-byte units, f64 arithmetic), up to 2×2.
+#[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)] // the micro-kernel's operands plus the edge extents
+pub(crate) unsafe fn e_c64<const M: u8>(
+    a: *const u8,
+    lda: isize,
+    b: *mut u8,
+    ldb: isize,
+    al: f64,
+    be: f64,
+    ri: usize,
+    rj: usize,
+) {
+    let (mi, mj) = (first64(2 * ri), first64(2 * rj));
+    let r0 = _mm256_maskload_pd(a as *const f64, mi);
+    let r1 = if rj > 1 {
+        _mm256_maskload_pd(a.offset(lda) as *const f64, mi)
+    } else {
+        _mm256_setzero_pd()
+    };
+    store_pd_mask::<M>(b, mj, _mm256_permute2f128_pd::<0x20>(r0, r1), al, be);
+    if ri > 1 {
+        store_pd_mask::<M>(
+            b.offset(ldb),
+            mj,
+            _mm256_permute2f128_pd::<0x31>(r0, r1),
+            al,
+            be,
+        );
+    }
 }
 
 /// Copies `bytes` bytes with non-temporal stores for every whole 32-byte block of `dst`

@@ -10,6 +10,14 @@ use std::arch::x86_64::*;
 
 use super::{AXPBY, COPY};
 
+/// `[f(0), f(1), ..., f(n - 1)]` written out (an array built with `from_fn` was not inlined
+/// into the kernels and ran 4x slower).
+macro_rules! rows {
+    ($f:ident; $($k:expr),*) => {
+        [$($f($k)),*]
+    };
+}
+
 /// Permute indices of one butterfly stage over `n` lanes with lane stride `s`:
 /// `lo` builds the new row `k`, `hi` the new row `k + s` (bit `n` of an index picks the
 /// second source).
@@ -114,28 +122,9 @@ macro_rules! stage {
     }};
 }
 
-/// 16×16 transpose of 4-byte units.
+/// 16×16 transpose of 4-byte units: rows `r` in, columns out.
 #[inline(always)]
-unsafe fn tr16x4(a: *const u8, lda: isize) -> [__m512; 16] {
-    let ld = |k: isize| _mm512_loadu_ps(a.offset(k * lda) as *const f32);
-    let mut r = [
-        ld(0),
-        ld(1),
-        ld(2),
-        ld(3),
-        ld(4),
-        ld(5),
-        ld(6),
-        ld(7),
-        ld(8),
-        ld(9),
-        ld(10),
-        ld(11),
-        ld(12),
-        ld(13),
-        ld(14),
-        ld(15),
-    ];
+unsafe fn tr16(mut r: [__m512; 16]) -> [__m512; 16] {
     stage!(_mm512_permutex2var_ps, r, IDX32[0], 1; 0, 2, 4, 6, 8, 10, 12, 14);
     stage!(_mm512_permutex2var_ps, r, IDX32[1], 2; 0, 1, 4, 5, 8, 9, 12, 13);
     stage!(_mm512_permutex2var_ps, r, IDX32[2], 4; 0, 1, 2, 3, 8, 9, 10, 11);
@@ -143,14 +132,36 @@ unsafe fn tr16x4(a: *const u8, lda: isize) -> [__m512; 16] {
     r
 }
 
-/// 8×8 transpose of 8-byte units.
+/// 16×16 transpose of 4-byte units read from `a` (rows `lda` bytes apart).
 #[inline(always)]
-unsafe fn tr8x8(a: *const u8, lda: isize) -> [__m512d; 8] {
-    let ld = |k: isize| _mm512_loadu_pd(a.offset(k * lda) as *const f64);
-    let mut r = [ld(0), ld(1), ld(2), ld(3), ld(4), ld(5), ld(6), ld(7)];
+unsafe fn tr16x4(a: *const u8, lda: isize) -> [__m512; 16] {
+    let ld = |k: isize| _mm512_loadu_ps(a.offset(k * lda) as *const f32);
+    tr16(rows!(ld; 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+}
+
+/// 8×8 transpose of 8-byte units: rows `r` in, columns out.
+#[inline(always)]
+unsafe fn tr8(mut r: [__m512d; 8]) -> [__m512d; 8] {
     stage!(_mm512_permutex2var_pd, r, IDX64[0], 1; 0, 2, 4, 6);
     stage!(_mm512_permutex2var_pd, r, IDX64[1], 2; 0, 1, 4, 5);
     stage!(_mm512_permutex2var_pd, r, IDX64[2], 4; 0, 1, 2, 3);
+    r
+}
+
+/// 8×8 transpose of 8-byte units read from `a`.
+#[inline(always)]
+unsafe fn tr8x8(a: *const u8, lda: isize) -> [__m512d; 8] {
+    let ld = |k: isize| _mm512_loadu_pd(a.offset(k * lda) as *const f64);
+    tr8(rows!(ld; 0, 1, 2, 3, 4, 5, 6, 7))
+}
+
+/// 4×4 transpose of 16-byte units (pairs of f64 lanes): the 8×8 butterfly without its
+/// single-lane stage.
+#[inline(always)]
+unsafe fn tr4(mut r: [__m512d; 4]) -> [__m512d; 4] {
+    // Unit stages 1 and 2 are lane stages 2 and 4.
+    stage!(_mm512_permutex2var_pd, r, IDX64[1], 1; 0, 2);
+    stage!(_mm512_permutex2var_pd, r, IDX64[2], 2; 0, 1);
     r
 }
 
@@ -211,14 +222,123 @@ pub(crate) unsafe fn t_c64<const M: u8, const NT: bool>(
     be: f64,
 ) {
     let ld = |k: isize| _mm512_loadu_pd(a.offset(k * lda) as *const f64);
-    let mut r = [ld(0), ld(1), ld(2), ld(3)];
-    // Unit stages 1 and 2 are lane stages 2 and 4.
-    stage!(_mm512_permutex2var_pd, r, IDX64[1], 1; 0, 2);
-    stage!(_mm512_permutex2var_pd, r, IDX64[2], 2; 0, 1);
+    let r = tr4(rows!(ld; 0, 1, 2, 3));
     for (i, v) in r.into_iter().enumerate() {
         store_pd::<M, NT>(b.offset(i as isize * ldb), v, al, be);
     }
 }
+
+/// The low `n` lanes of a 16-lane mask (`n <= 16`).
+#[inline(always)]
+fn low16(n: usize) -> __mmask16 {
+    ((1u32 << n) - 1) as __mmask16
+}
+
+/// The low `n` lanes of an 8-lane mask (`n <= 8`).
+#[inline(always)]
+fn low8(n: usize) -> __mmask8 {
+    ((1u32 << n) - 1) as __mmask8
+}
+
+/// Masked store of f32 lanes `m`, scaled as [`store_ps`] (ordinary stores).
+#[inline(always)]
+unsafe fn store_ps_mask<const M: u8>(dst: *mut u8, m: __mmask16, v: __m512, al: f64, be: f64) {
+    let p = dst as *mut f32;
+    let v = if M == COPY {
+        v
+    } else {
+        let s = _mm512_mul_ps(_mm512_set1_ps(al as f32), v);
+        if M == AXPBY {
+            let old = _mm512_maskz_loadu_ps(m, p);
+            _mm512_add_ps(s, _mm512_mul_ps(_mm512_set1_ps(be as f32), old))
+        } else {
+            s
+        }
+    };
+    _mm512_mask_storeu_ps(p, m, v);
+}
+
+/// Masked store of f64 lanes `m`, scaled as [`store_pd`] (ordinary stores).
+#[inline(always)]
+unsafe fn store_pd_mask<const M: u8>(dst: *mut u8, m: __mmask8, v: __m512d, al: f64, be: f64) {
+    let p = dst as *mut f64;
+    let v = if M == COPY {
+        v
+    } else {
+        let s = _mm512_mul_pd(_mm512_set1_pd(al), v);
+        if M == AXPBY {
+            let old = _mm512_maskz_loadu_pd(m, p);
+            _mm512_add_pd(s, _mm512_mul_pd(_mm512_set1_pd(be), old))
+        } else {
+            s
+        }
+    };
+    _mm512_mask_storeu_pd(p, m, v);
+}
+
+// Edge micro-kernels: the W×W kernels above restricted to the first `ri` units of each
+// source row (`ri <= W`) and the first `rj` source rows (`rj <= W`), i.e. an `ri`×`rj`
+// corner of a micro-tile at the right or bottom edge of a tile. Only those units are read
+// and written (masked loads and stores, which touch no memory in masked-off lanes); rows
+// past `rj` enter the transposition as zeros and their lanes are never stored.
+//
+// Safety: as the full kernels, for `k < rj` and `i < ri` and the first `ri` (resp. `rj`)
+// units of each row only; no non-temporal stores.
+
+/// Defines an edge kernel: rows `k < rj` loaded with `ri`'s lane mask (`$mi`), the others
+/// zero; transposed by `$tr`; rows `i < ri` stored with `rj`'s lane mask (`$mj`).
+macro_rules! edge_kernel {
+    ($(#[$doc:meta])* $name:ident, $tr:ident, $load:ident, $zero:ident, $ty:ty,
+     $store:ident, $cast:expr, $mi:expr, $mj:expr; $($k:expr),*) => {
+        $(#[$doc])*
+        #[target_feature(enable = "avx512f")]
+        #[allow(clippy::too_many_arguments)] // the micro-kernel's operands plus the extents
+        pub(crate) unsafe fn $name<const M: u8>(
+            a: *const u8,
+            lda: isize,
+            b: *mut u8,
+            ldb: isize,
+            al: f64,
+            be: f64,
+            ri: usize,
+            rj: usize,
+        ) {
+            let (mi, mj) = ($mi(ri), $mj(rj));
+            let ld = |k: usize| {
+                if k < rj {
+                    $load(mi, a.offset(k as isize * lda) as *const $ty)
+                } else {
+                    $zero()
+                }
+            };
+            let r = $tr([$(ld($k)),*]);
+            for (i, v) in r.into_iter().enumerate().take(ri) {
+                $store::<M>(b.offset(i as isize * ldb), mj, $cast(v), al, be);
+            }
+        }
+    };
+}
+
+edge_kernel!(
+    /// f32 edge, up to 16×16.
+    e_f32, tr16, _mm512_maskz_loadu_ps, _mm512_setzero_ps, f32, store_ps_mask, |v| v,
+    low16, low16; 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
+);
+edge_kernel!(
+    /// f64 edge, up to 8×8.
+    e_f64, tr8, _mm512_maskz_loadu_pd, _mm512_setzero_pd, f64, store_pd_mask, |v| v,
+    low8, low8; 0, 1, 2, 3, 4, 5, 6, 7
+);
+edge_kernel!(
+    /// Complex32 edge (8-byte units, f32 arithmetic), up to 8×8.
+    e_c32, tr8, _mm512_maskz_loadu_pd, _mm512_setzero_pd, f64, store_ps_mask,
+    _mm512_castpd_ps, low8, |n: usize| low16(2 * n); 0, 1, 2, 3, 4, 5, 6, 7
+);
+edge_kernel!(
+    /// Complex64 edge (16-byte units, f64 arithmetic), up to 4×4.
+    e_c64, tr4, _mm512_maskz_loadu_pd, _mm512_setzero_pd, f64, store_pd_mask, |v| v,
+    |n: usize| low8(2 * n), |n: usize| low8(2 * n); 0, 1, 2, 3
+);
 
 /// Copies `bytes` bytes from `src` to `dst` with non-temporal stores for every 64-byte
 /// line of `dst` that the range covers whole (ordinary stores for the partial lines at

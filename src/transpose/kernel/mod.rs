@@ -1,7 +1,7 @@
 //! Transposition kernels: the scalar tile kernel every SIMD path is tested against, the
 //! SIMD micro-kernels (AVX2, AVX-512) chosen at run time, the macro-tile driver that covers a
-//! tile with micro-tiles and a scalar remainder narrower than one micro-tile, and the
-//! contiguous-row kernel.
+//! tile with micro-tiles and masked edge micro-tiles for the remainders narrower than one
+//! micro-tile, and the contiguous-row kernel.
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -98,13 +98,20 @@ impl Isa {
 /// A SIMD micro-kernel: `(a, lda_bytes, b, ldb_bytes, alpha, beta)`, see [`avx2`].
 pub(crate) type MicroFn = unsafe fn(*const u8, isize, *mut u8, isize, f64, f64);
 
-/// A micro-kernel with its tile width and, for `beta == 0`, its non-temporal-store variant
-/// (used on destinations aligned to `align` bytes).
+/// An edge micro-kernel: a [`MicroFn`] restricted to the first `ri` units of each source row
+/// and the first `rj` source rows (`..., ri, rj)`, both at most the width), with masked loads
+/// and stores that touch nothing outside that corner.
+pub(crate) type EdgeFn = unsafe fn(*const u8, isize, *mut u8, isize, f64, f64, usize, usize);
+
+/// A micro-kernel with its tile width, for `beta == 0` its non-temporal-store variant (used
+/// on destinations aligned to `align` bytes), and its edge variant for the partial
+/// micro-tiles at a tile's right and bottom edges.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Micro {
     pub w: usize,
     pub f: MicroFn,
     pub nt: Option<(MicroFn, usize)>,
+    pub edge: EdgeFn,
 }
 
 /// Orders earlier non-temporal stores before later stores (a no-op off x86-64).
@@ -162,29 +169,35 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
     #[cfg(target_arch = "x86_64")]
     {
         macro_rules! pick {
-            ($m:ident :: $f:ident) => {
+            ($m:ident :: $f:ident, $e:ident) => {
                 match sc.mode {
                     COPY => (
                         $m::$f::<COPY, false> as MicroFn,
                         Some($m::$f::<COPY, true> as MicroFn),
+                        $m::$e::<COPY> as EdgeFn,
                     ),
                     SCALE => (
                         $m::$f::<SCALE, false> as MicroFn,
                         Some($m::$f::<SCALE, true> as MicroFn),
+                        $m::$e::<SCALE> as EdgeFn,
                     ),
-                    _ => ($m::$f::<AXPBY, false> as MicroFn, None),
+                    _ => (
+                        $m::$f::<AXPBY, false> as MicroFn,
+                        None,
+                        $m::$e::<AXPBY> as EdgeFn,
+                    ),
                 }
             };
         }
-        let (f, nt) = match (isa, T::DTYPE) {
-            (Isa::Avx2, DType::F32) => pick!(avx2::t_f32),
-            (Isa::Avx2, DType::F64) => pick!(avx2::t_f64),
-            (Isa::Avx2, DType::C32) => pick!(avx2::t_c32),
-            (Isa::Avx2, DType::C64) => pick!(avx2::t_c64),
-            (Isa::Avx512, DType::F32) => pick!(avx512::t_f32),
-            (Isa::Avx512, DType::F64) => pick!(avx512::t_f64),
-            (Isa::Avx512, DType::C32) => pick!(avx512::t_c32),
-            (Isa::Avx512, DType::C64) => pick!(avx512::t_c64),
+        let (f, nt, edge) = match (isa, T::DTYPE) {
+            (Isa::Avx2, DType::F32) => pick!(avx2::t_f32, e_f32),
+            (Isa::Avx2, DType::F64) => pick!(avx2::t_f64, e_f64),
+            (Isa::Avx2, DType::C32) => pick!(avx2::t_c32, e_c32),
+            (Isa::Avx2, DType::C64) => pick!(avx2::t_c64, e_c64),
+            (Isa::Avx512, DType::F32) => pick!(avx512::t_f32, e_f32),
+            (Isa::Avx512, DType::F64) => pick!(avx512::t_f64, e_f64),
+            (Isa::Avx512, DType::C32) => pick!(avx512::t_c32, e_c32),
+            (Isa::Avx512, DType::C64) => pick!(avx512::t_c64, e_c64),
             (Isa::Scalar, _) => return None,
         };
         let align = if isa == Isa::Avx512 { 64 } else { 32 };
@@ -192,6 +205,7 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
             w: isa.width(T::DTYPE),
             f,
             nt: nt.map(|g| (g, align)),
+            edge,
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -226,8 +240,9 @@ pub(crate) unsafe fn tile_scalar<T: Element>(a: *const T, b: *mut T, t: &Tile, s
     }
 }
 
-/// A tile covered by `w×w` SIMD micro-tiles, with scalar strips narrower than `w` on the
-/// right and bottom edges. Requires `sai == 1` and `sbj == 1`. With `stream`, micro-tiles
+/// A tile covered by `w×w` SIMD micro-tiles, with edge micro-tiles (masked, [`EdgeFn`]) for
+/// the strips narrower than `w` on the right and bottom edges, so that no part of the tile
+/// runs element by element. Requires `sai == 1` and `sbj == 1`. With `stream`, micro-tiles
 /// whose destination rows are aligned use non-temporal stores (the caller fences).
 ///
 /// # Safety
@@ -245,17 +260,26 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     let es = std::mem::size_of::<T>() as isize;
     let (lda, ldb) = (t.saj * es, t.sbi * es);
     let (al, be) = (sc.alpha.re(), sc.beta.re());
-    // The micro-tile at row `i0`, column `j0` of a tile at `a`, `b`.
-    // SAFETY (callers): the micro-tile lies inside the tile.
-    let micro_at = |f: MicroFn, a: *const T, b: *mut T, t: &Tile, i0: isize, j0: isize| unsafe {
-        f(
-            a.offset(i0 + j0 * t.saj) as *const u8,
-            lda,
-            b.offset(j0 + i0 * t.sbi) as *mut u8,
-            ldb,
-            al,
-            be,
+    // Byte pointers to element (i0, j0) of a tile at `a`, `b`.
+    // SAFETY (callers): the element lies inside the tile.
+    let at = |a: *const T, b: *mut T, t: &Tile, i0: usize, j0: usize| unsafe {
+        (
+            a.add(i0).offset(j0 as isize * t.saj) as *const u8,
+            b.add(j0).offset(i0 as isize * t.sbi) as *mut u8,
         )
+    };
+    // The micro-tile at row `i0`, column `j0` (callers: inside the tile).
+    let micro_at = |f: MicroFn, a: *const T, b: *mut T, t: &Tile, i0: usize, j0: usize| {
+        let (pa, pb) = at(a, b, t, i0, j0);
+        // SAFETY: the micro-tile lies inside the tile (callers).
+        unsafe { f(pa, lda, pb, ldb, al, be) }
+    };
+    // The `ri`×`rj` corner of the micro-tile at `i0`, `j0` (`ri, rj <= w`; callers: inside
+    // the tile).
+    let edge_at = |a: *const T, b: *mut T, t: &Tile, i0: usize, j0: usize, ri, rj| {
+        let (pa, pb) = at(a, b, t, i0, j0);
+        // SAFETY: the corner lies inside the tile (callers).
+        unsafe { (m.edge)(pa, lda, pb, ldb, al, be, ri, rj) }
     };
     // Non-temporal stores when every destination row of a micro-tile is aligned: rows are
     // `ldb` bytes apart, so that is `ldb` and the first row's address being multiples.
@@ -288,19 +312,14 @@ pub(crate) unsafe fn tile_simd<T: Element>(
         // The left strip: ordinary-store micro-tiles over columns [0, w), whose columns
         // [shift, w) the aligned streamed micro-tiles below write again with the same values
         // (streaming implies beta = 0: B is not read, only overwritten, by this thread);
-        // its rows below the last whole micro-tile, scalar.
+        // its rows below the last whole micro-tile, an edge micro-tile over [0, shift).
         // SAFETY: the strip and the shifted rest are sub-tiles of `t` (shift + w <= nj).
         let fi = t.ni / w * w;
-        for i0 in (0..fi as isize).step_by(w) {
+        for i0 in (0..fi).step_by(w) {
             micro_at(m.f, a, b, t, i0, 0);
         }
         if fi < t.ni {
-            let left = Tile {
-                ni: t.ni - fi,
-                nj: shift,
-                ..*t
-            };
-            tile_scalar(a.add(fi), b.offset(fi as isize * t.sbi), &left, sc);
+            edge_at(a, b, t, fi, 0, t.ni - fi, shift);
         }
     }
     let (a, b) = (a.offset(shift as isize * t.saj), b.add(shift));
@@ -309,33 +328,27 @@ pub(crate) unsafe fn tile_simd<T: Element>(
         ..*t
     };
     let (fi, fj) = (t.ni / w * w, t.nj / w * w);
-    for i0 in (0..fi as isize).step_by(w) {
-        for j0 in (0..fj as isize).step_by(w) {
-            let dst = b.offset(j0 + i0 * t.sbi);
+    for i0 in (0..fi).step_by(w) {
+        for j0 in (0..fj).step_by(w) {
+            let dst = b.add(j0).offset(i0 as isize * t.sbi);
             let f = match nt {
                 Some((g, align)) if (dst as usize).is_multiple_of(align) => g,
                 _ => m.f,
             };
             micro_at(f, a, b, t, i0, j0);
         }
+        // The right edge of this row of micro-tiles.
+        if fj < t.nj {
+            edge_at(a, b, t, i0, fj, w, t.nj - fj);
+        }
     }
-    // The scalar strips below and right of the micro-tiles, when they are not empty: the first
-    // element of an empty strip lies past the tile, where even computing its address (with
-    // `offset`/`add`) may leave the allocation, which is undefined behaviour.
+    // The bottom edge, when not empty: the first element of an empty strip lies past the
+    // tile, where even computing its address (with `offset`/`add`) may leave the
+    // allocation, which is undefined behaviour.
     if fi < t.ni {
-        let bottom = Tile {
-            ni: t.ni - fi,
-            ..*t
-        };
-        tile_scalar(a.add(fi), b.offset(fi as isize * t.sbi), &bottom, sc);
-    }
-    if fj < t.nj {
-        let right = Tile {
-            ni: fi,
-            nj: t.nj - fj,
-            ..*t
-        };
-        tile_scalar(a.offset(fj as isize * t.saj), b.add(fj), &right, sc);
+        for j0 in (0..t.nj).step_by(w) {
+            edge_at(a, b, t, fi, j0, t.ni - fi, w.min(t.nj - j0));
+        }
     }
 }
 
@@ -432,15 +445,24 @@ mod tests {
     use super::*;
     use num_complex::{Complex32, Complex64};
 
-    /// Columns of the test tile (wide enough for a shifted 16-wide grid).
-    const NJ: usize = 45;
+    /// Tile shapes `(ni, nj)`: remainders on both edges, tiles narrower than every micro-tile
+    /// in one or both directions, and whole micro-tiles.
+    const SHAPES: [(usize, usize); 8] = [
+        (37, 45),
+        (3, 2),
+        (1, 20),
+        (17, 1),
+        (5, 13),
+        (16, 16),
+        (8, 9),
+        (2, 35),
+    ];
 
-    /// Every micro-kernel against the scalar tile, on a tile with remainders; `ldb` of 64
-    /// elements makes the non-temporal variants run too, from an aligned start (`shift` 0)
-    /// or `shift` elements past one (the shifted micro-tile grid).
-    fn check<T: Element>(ldb_pad: usize, shift: usize) {
-        let (ni, nj) = (37usize, NJ);
-        let (lda, ldb) = (ni + 3, nj + ldb_pad);
+    /// Every micro-kernel against the scalar tile, on a tile of `ni`×`nj` (remainders go to the
+    /// edge micro-kernels); `ldb` of 64 elements makes the non-temporal variants run too, from
+    /// an aligned start (`shift` 0) or `shift` elements past one (the shifted micro-tile grid).
+    fn check<T: Element>((ni, nj): (usize, usize), wide: bool, shift: usize) {
+        let (lda, ldb) = (ni + 3, if wide { 64 } else { nj + 5 });
         let a: Vec<T> = (0..lda * nj)
             .map(|x| T::from_parts(x as f64 * 0.5 - 7.0, x as f64))
             .collect();
@@ -492,12 +514,14 @@ mod tests {
 
     #[test]
     fn micro_kernels_match_scalar() {
-        for pad in [5, 64 - NJ] {
-            for shift in [0, 1, 2, 3, 7] {
-                check::<f32>(pad, shift);
-                check::<f64>(pad, shift);
-                check::<Complex32>(pad, shift.min(3));
-                check::<Complex64>(pad, shift.min(3));
+        for shape in SHAPES {
+            for wide in [false, true] {
+                for shift in [0, 1, 2, 3, 7] {
+                    check::<f32>(shape, wide, shift);
+                    check::<f64>(shape, wide, shift);
+                    check::<Complex32>(shape, wide, shift.min(3));
+                    check::<Complex64>(shape, wide, shift.min(3));
+                }
             }
         }
     }

@@ -50,15 +50,34 @@ pub fn copy_seconds_on<T: Copy + Send + Sync>(
 }
 
 /// Copy bandwidth (GB/s, bytes read + written) for 1..=`available_parallelism` threads,
-/// copying `bytes` bytes, best of three.
+/// copying `bytes` bytes: the best of eight rounds that each time every thread count in
+/// turn on the same buffers, so that a slow spell of a shared machine's memory does not
+/// decide one thread count's figure alone (single best-of-three probes of the 2-thread copy
+/// ranged from 42 to 104 GB/s on the Zen 5 host).
 pub fn probe_copy(bytes: usize) -> Vec<f64> {
     let max = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(64);
-    (1..=max)
-        .map(|t| match copy_seconds(bytes, t, 3) {
-            Ok(s) if s > 0.0 => 2.0 * bytes as f64 / s / 1e9,
-            _ => 10.0,
+    let n = (bytes / 8).max(1);
+    let (Ok(src), Ok(mut dst)) = (
+        zeroed::<f64>(n, "copy source"),
+        zeroed::<f64>(n, "copy destination"),
+    ) else {
+        return vec![10.0; max];
+    };
+    let mut best = vec![f64::INFINITY; max];
+    for _ in 0..8 {
+        for (t, b) in best.iter_mut().enumerate() {
+            *b = b.min(copy_seconds_on(&src, &mut dst, t + 1, 1));
+        }
+    }
+    best.iter()
+        .map(|&s| {
+            if s > 0.0 && s.is_finite() {
+                2.0 * (n * 8) as f64 / s / 1e9
+            } else {
+                10.0
+            }
         })
         .collect()
 }
@@ -94,6 +113,17 @@ fn training_set(elems: usize) -> Vec<(Vec<usize>, Vec<usize>, DType, bool)> {
             .powf(1.0 / c.sizes.len() as f64)
             .min(1.0);
         let dims: Vec<usize> = c.sizes.iter().map(|&d| scaled_extent(d, f)).collect();
+        // Tiles (B's last axis is not A's) also with extents off the line multiples (16 or
+        // more reduced by 3, as benches/data/ttc_odd_extents.tsv does), for the odd-row tile
+        // class.
+        let rank = dims.len();
+        if c.perm.last() != Some(&(rank - 1)) {
+            let odd = dims
+                .iter()
+                .map(|&d| if d >= 16 { d - 3 } else { d })
+                .collect();
+            v.push((c.perm.clone(), odd, dt, false));
+        }
         v.push((c.perm.clone(), dims, dt, false));
     }
     let side = |r: usize| (elems as f64).powf(1.0 / r as f64).round().max(2.0) as usize;
@@ -103,6 +133,11 @@ fn training_set(elems: usize) -> Vec<(Vec<usize>, Vec<usize>, DType, bool)> {
         let a = (m as f64).sqrt() as usize;
         v.push((vec![1, 0, 2], vec![a, (m / a).max(2), l], DType::F32, false));
     }
+    // Short rows gathered from 16 far-apart slices into contiguous runs: the write-back of a
+    // contraction's temporary when one outer index moves inwards (f64 rows of 24, as in the
+    // TCCG ccsd(t) cases).
+    let m = (elems / 2 / (16 * 24)).max(2);
+    v.push((vec![1, 0, 2], vec![16, m, 24], DType::F64, false));
     // Rank-6 tiles of equal extents (the 720-permutation set's shape, at most 16): with 16
     // f32 per A row these are the one-line-run tiles written with ordinary stores, so the
     // `tile` class gets training rows; the last (adjacent B rows, far A rows) streams.
@@ -221,7 +256,7 @@ fn fit_transpose(bytes: usize, threads: usize, p: &Profile) -> Result<TransposeC
     // Every plan falls in one kernel class, so each class is fitted on its own cases: the
     // inverse efficiency is the geometric mean of (measured time) / (coefficient-free cost),
     // which leaves no bias in the log of the time ratio over the training set.
-    let mut logs: [Vec<f64>; 4] = Default::default();
+    let mut logs: [Vec<f64>; 5] = Default::default();
     for (perm, dims, dt, scalar) in training_set(bytes / 4) {
         let (t, costs) = time_case(&perm, &dims, dt, scalar, threads, p)?;
         let parts = costs.parts();
@@ -229,7 +264,7 @@ fn fit_transpose(bytes: usize, threads: usize, p: &Profile) -> Result<TransposeC
         if t <= 0.0 || total <= 0.0 {
             continue;
         }
-        if let Some(k) = (0..4).find(|&k| parts[k] >= 0.99 * total) {
+        if let Some(k) = (0..5).find(|&k| parts[k] >= 0.99 * total) {
             logs[k].push((t / parts[k]).ln());
         }
     }
@@ -248,6 +283,7 @@ fn fit_transpose(bytes: usize, threads: usize, p: &Profile) -> Result<TransposeC
         rows: fit(0, d.rows),
         tile: fit(1, d.tile),
         tile_stream: fit(2, d.tile_stream),
+        tile_odd: fit(4, d.tile_odd),
         scalar: fit(3, d.scalar),
         overhead: d.overhead,
     })

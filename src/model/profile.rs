@@ -21,6 +21,9 @@ pub struct TransposeCoeffs {
     pub tile: f64,
     /// SIMD 2-D tiles with non-temporal (streaming) stores.
     pub tile_stream: f64,
+    /// SIMD 2-D tiles whose A or B rows are not a whole number of cache lines (e.g. 24 f32):
+    /// remainders in edge micro-tiles and rows split across lines, with either store kind.
+    pub tile_odd: f64,
     /// Scalar tiles (non-unit strides, complex scalars, no SIMD).
     pub scalar: f64,
     /// Fixed cost of one execution, seconds (planning excluded).
@@ -33,6 +36,7 @@ impl Default for TransposeCoeffs {
             rows: 0.9,
             tile: 0.4,
             tile_stream: 0.7,
+            tile_odd: 0.35,
             scalar: 0.25,
             overhead: 2e-6,
         }
@@ -165,9 +169,10 @@ impl Profile {
             "created": self.created,
             "calibrated": self.calibrated,
             "copy_gbps": self.copy,
-            "transpose": { "rows": t.rows, "tile": t.tile, "tile_stream": t.tile_stream, "scalar": t.scalar, "overhead": t.overhead },
+            "transpose": { "rows": t.rows, "tile": t.tile, "tile_stream": t.tile_stream, "tile_odd": t.tile_odd, "scalar": t.scalar, "overhead": t.overhead },
             "transpose_threads": self.transpose_at.iter().map(|(n, t)| json!({
                 "threads": n, "rows": t.rows, "tile": t.tile, "tile_stream": t.tile_stream,
+                "tile_odd": t.tile_odd,
                 "scalar": t.scalar, "overhead": t.overhead,
             })).collect::<Vec<_>>(),
             "gemm": self.gemm.iter().map(|g| json!({
@@ -198,6 +203,8 @@ impl Profile {
                 rows: num(t, "rows")?,
                 tile: num(t, "tile")?,
                 tile_stream: num(t, "tile_stream")?,
+                // Profiles stored before this class existed priced such tiles as the others.
+                tile_odd: num(t, "tile_odd").or_else(|_| num(t, "tile_stream"))?,
                 scalar: num(t, "scalar")?,
                 overhead: num(t, "overhead")?,
             })

@@ -19,13 +19,21 @@ pub(crate) struct Costs {
     pub rows: f64,
     pub tile: f64,
     pub tile_stream: f64,
+    pub tile_odd: f64,
     pub scalar: f64,
 }
 
 impl Costs {
-    /// The costs as an array: rows, tile, streamed tile, scalar.
-    pub fn parts(&self) -> [f64; 4] {
-        [self.rows, self.tile, self.tile_stream, self.scalar]
+    /// The costs as an array: rows, tile, streamed tile, scalar, tile with rows that are
+    /// not whole lines.
+    pub fn parts(&self) -> [f64; 5] {
+        [
+            self.rows,
+            self.tile,
+            self.tile_stream,
+            self.scalar,
+            self.tile_odd,
+        ]
     }
 }
 
@@ -89,9 +97,17 @@ fn unit_costs(plan: &TransposePlan, beta_nonzero: bool, bw: f64) -> Costs {
                     ..Costs::default()
                 };
             }
-            // Remainders narrower than a micro-tile run through masked edge micro-tiles, at
-            // the tile kernel's rate.
-            if streamed {
+            // Remainders narrower than a micro-tile run through masked edge micro-tiles; tiles
+            // whose rows are not whole lines (remainders, rows split across lines) form a
+            // class of their own: on the odd-extent TTC set they ran at half the speed of the
+            // aligned set.
+            let odd = |n: usize| !(n * es as usize).is_multiple_of(64);
+            if odd(i.n) || odd(j.n) {
+                Costs {
+                    tile_odd: cost,
+                    ..Costs::default()
+                }
+            } else if streamed {
                 Costs {
                     tile_stream: cost,
                     ..Costs::default()
@@ -127,6 +143,7 @@ pub fn predict_transpose(plan: &TransposePlan, beta_nonzero: bool, p: &Profile) 
         + u.rows / c.rows
         + u.tile / c.tile
         + u.tile_stream / c.tile_stream
+        + u.tile_odd / c.tile_odd
         + u.scalar / c.scalar
 }
 

@@ -380,7 +380,7 @@ pub(crate) unsafe fn stream_copy(src: *const u8, dst: *mut u8, bytes: usize) {
 
 /// Copies `count` rows of `bytes` bytes, row `r` from `src + r*sa` to `dst + r*sb` (byte
 /// strides): rows whose destination is 32-byte aligned and whose length is a multiple of 32
-/// go out with non-temporal stores; the others stream the whole lines they cover ([`stream_copy`]).
+/// go out with non-temporal stores, the others through ordinary copies.
 ///
 /// # Safety
 /// As [`stream_copy`], for every row.
@@ -403,9 +403,7 @@ pub(crate) unsafe fn stream_rows(
                 k += 32;
             }
         } else {
-            // A row that starts inside a line (outputs from the system allocator are 16-byte
-            // aligned): whole lines streamed, the partial ones at both ends ordinary.
-            stream_copy(s, d, bytes);
+            std::ptr::copy_nonoverlapping(s, d, bytes);
         }
     }
 }

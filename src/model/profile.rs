@@ -169,12 +169,12 @@ impl Profile {
             "created": self.created,
             "calibrated": self.calibrated,
             "copy_gbps": self.copy,
-            "transpose": { "rows": t.rows, "tile": t.tile, "tile_stream": t.tile_stream, "tile_odd": t.tile_odd, "scalar": t.scalar, "overhead": t.overhead },
-            "transpose_threads": self.transpose_at.iter().map(|(n, t)| json!({
-                "threads": n, "rows": t.rows, "tile": t.tile, "tile_stream": t.tile_stream,
-                "tile_odd": t.tile_odd,
-                "scalar": t.scalar, "overhead": t.overhead,
-            })).collect::<Vec<_>>(),
+            "transpose": coeffs_json(t),
+            "transpose_threads": self.transpose_at.iter().map(|(n, t)| {
+                let mut e = coeffs_json(t);
+                e["threads"] = json!(n);
+                e
+            }).collect::<Vec<_>>(),
             "gemm": self.gemm.iter().map(|g| json!({
                 "library": g.library.name(), "dtype": g.dtype.name(), "threads": g.threads,
                 "layout": g.layout.name(),
@@ -301,6 +301,14 @@ impl Profile {
 }
 
 /// One stored concurrent-call factor.
+/// The JSON form of a set of transposition factors (read back by `Profile::from_json`).
+fn coeffs_json(t: &TransposeCoeffs) -> Value {
+    json!({
+        "rows": t.rows, "tile": t.tile, "tile_stream": t.tile_stream, "tile_odd": t.tile_odd,
+        "scalar": t.scalar, "overhead": t.overhead,
+    })
+}
+
 fn concurrent_entry(
     c: &Value,
     num: &dyn Fn(&Value, &str) -> Result<f64>,

@@ -287,11 +287,17 @@ fn misaligned_case<T: Element>(dims: &[usize], perm: &[usize], opts: &TransposeO
 
 #[test]
 fn streamed_tiles_into_misaligned_outputs() {
-    let shapes: [(&[usize], &[usize]); 4] = [
+    // The last four have B rows of whole lines that follow each other in memory along the
+    // tile's rows (`[1, 0]`) or along an outer dimension: seams (`kernel::Seam`).
+    let shapes: [(&[usize], &[usize]); 8] = [
         (&[37, 53], &[1, 0]),
         (&[48, 5, 3, 48], &[3, 1, 2, 0]),
         (&[16, 40, 9], &[2, 0, 1]),
         (&[7, 24, 384], &[0, 2, 1]),
+        (&[48, 300], &[1, 0]),
+        (&[32, 133], &[1, 0]),
+        (&[32, 5, 70], &[2, 1, 0]),
+        (&[3, 48, 4, 5, 48], &[4, 0, 3, 2, 1]),
     ];
     for isa in Isa::available() {
         for threads in [1, 2] {

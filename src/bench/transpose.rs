@@ -26,6 +26,9 @@ pub struct TransposeBenchOptions {
     pub tuning: Tuning,
     /// Force non-temporal stores on or off (`None`: the plan's rule).
     pub streaming: Option<bool>,
+    /// Bytes past a cache-line boundary where B starts (a multiple of the element size,
+    /// below 64; 0: line-aligned).
+    pub b_offset: usize,
 }
 
 /// One case's measurements.
@@ -73,7 +76,9 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
     a.par_iter_mut()
         .enumerate()
         .for_each(|(i, x)| *x = T::from_f64((i % 1013) as f64));
-    let (mut b, ob) = zeroed_aligned::<T>(n, "bench output")?;
+    let shift = o.b_offset / std::mem::size_of::<T>();
+    let (mut b, ob) = zeroed_aligned::<T>(n + shift, "bench output")?;
+    let ob = ob + shift;
     let opts = TransposeOptions {
         threads: Some(o.threads),
         tuning: o.tuning,

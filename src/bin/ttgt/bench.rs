@@ -187,6 +187,11 @@ pub struct TransposeArgs {
     /// Non-temporal stores for beta = 0: on, off, or auto (the plan's rule).
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub streaming: String,
+    /// B starts this many bytes past a cache-line boundary (a multiple of the element size,
+    /// below 64), as large results from the system allocator do (16); the copy reference
+    /// writes to the same B.
+    #[arg(long, value_name = "BYTES", default_value_t = 0)]
+    pub b_offset: usize,
 }
 
 fn cases(a: &TransposeArgs) -> CliResult<Vec<TransposeCase>> {
@@ -298,9 +303,17 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
     if threads == 0 {
         return Err(CliError::new("--threads must be at least 1"));
     }
+    if a.b_offset >= 64 || !a.b_offset.is_multiple_of(dtype.size_bytes()) {
+        return Err(CliError::new(format!(
+            "--b-offset must be a multiple of the element size ({} bytes) below 64, got {}",
+            dtype.size_bytes(),
+            a.b_offset
+        )));
+    }
     let o = TransposeBenchOptions {
         dtype,
         threads,
+        b_offset: a.b_offset,
         repeat: a.repeat.max(1),
         beta: a.beta,
         tuning: match a.measure {

@@ -113,31 +113,27 @@ pub(crate) struct Micro {
     pub f: MicroFn,
     pub nt: Option<(MicroFn, usize)>,
     pub edge: EdgeFn,
-    pub stream: Option<unsafe fn(*const u8, *mut u8, usize)>,
+    pub stream: Option<StreamRowsFn>,
 }
 
-/// Streamed rows of B that start inside a line and are followed in memory by the next row
-/// (row length a multiple of 64 bytes, e.g. a result that the system allocator placed 16
-/// bytes past a line): the line where a row ends holds the head of the row after it. Written
-/// as two partial lines with ordinary stores, each is a read for ownership from memory
-/// (2.2x the time of a line-aligned B on a 48-wide f64 tile with far-apart rows); a seam
-/// writes it as one streamed line instead, composed from both rows' sources. The tile that
-/// owns a row's tail writes the whole line; the tile of the next row skips that row's head.
-/// All flags false (the default): no seams.
+/// Streamed rows of B that start inside a line and are followed in memory by the row of the
+/// next index of an outer dimension (row length a multiple of 64 bytes, e.g. a result that
+/// the system allocator placed 16 bytes past a line): the line where a row ends holds the
+/// head of the row after it. Written as two partial lines with ordinary stores by two tiles
+/// far apart in time, each half is a read for ownership from memory (2.2x the time of a
+/// line-aligned B on a 48-wide f64 tile with far-apart rows); a seam writes the line once,
+/// streamed, composed from both rows' sources by the tile that owns the tail, and the tile
+/// of the next rows skips their heads. The default: no seams.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Seam {
-    /// Element offset in A from a row's column 0 to its successor row's column 0.
+    /// Element offset in A from this tile's first element to its rows' successors' column 0.
     pub next_a: isize,
     /// Columns of a row's head (up to its first aligned line) that its predecessor writes.
     pub head: usize,
-    /// The head of row 0 was written by its predecessor's seam: skip it.
-    pub skip_first: bool,
-    /// The heads of rows 1.. were written by their predecessors' seams: skip them.
-    pub skip_rest: bool,
-    /// Rows 0..ni-1 have successors whose heads this tile writes with their tails.
-    pub succ_rest: bool,
-    /// Row ni-1 has a successor whose head this tile writes with its tail.
-    pub succ_last: bool,
+    /// The heads of this tile's rows were written by their predecessors' seams: skip them.
+    pub skip: bool,
+    /// This tile's rows have successors whose heads it writes with their tails.
+    pub succ: bool,
 }
 
 /// Orders earlier non-temporal stores before later stores (a no-op off x86-64).
@@ -232,7 +228,7 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
             f,
             nt: nt.map(|g| (g, align)),
             edge,
-            stream: stream_copy(isa),
+            stream: stream_rows(isa),
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -342,33 +338,21 @@ pub(crate) unsafe fn tile_simd<T: Element>(
         (Some(_), Some(_)) => *seam,
         _ => Seam::default(),
     };
-    let skips = |i: usize| {
-        if i == 0 {
-            seam.skip_first
-        } else {
-            seam.skip_rest
+    debug_assert!(!seam.skip || shift == seam.head);
+    if shift > 0 && !seam.skip {
+        // The left strip: ordinary-store micro-tiles over columns [0, w), whose columns
+        // [shift, w) the aligned streamed micro-tiles below write again with the same values
+        // (streaming implies beta = 0: B is not read, only overwritten, by this thread);
+        // its rows below the last whole micro-tile, an edge micro-tile over [0, shift).
+        // (Masked edge micro-tiles over [0, shift) alone ran slower: TTC f32, 1 thread,
+        // B 16 bytes past a line, ttc-22 0.64 -> 0.53 of copy, ttc-49 0.34 -> 0.26.)
+        // SAFETY: the strip and the shifted rest are sub-tiles of `t` (shift + w <= nj).
+        let fi = ni / w * w;
+        for i0 in (0..fi).step_by(w) {
+            micro_at(m.f, a, b, t, i0, 0);
         }
-    };
-    let succ = |i: usize| {
-        if i + 1 == ni {
-            seam.succ_last
-        } else {
-            seam.succ_rest
-        }
-    };
-    if shift > 0 {
-        // The left strip, columns [0, shift) (of the rows whose head no seam wrote), with
-        // edge micro-tiles. SAFETY: the strip and the shifted rest are sub-tiles of `t`
-        // (shift + w <= nj).
-        debug_assert!(!(seam.skip_first || seam.skip_rest) || seam.head == shift);
-        if !seam.skip_first && !seam.skip_rest {
-            for i0 in (0..ni).step_by(w) {
-                edge_at(a, b, t, i0, 0, w.min(ni - i0), shift);
-            }
-        } else {
-            for i in (0..ni).filter(|&i| !skips(i)) {
-                edge_at(a, b, t, i, 0, 1, shift);
-            }
+        if fi < ni {
+            edge_at(a, b, t, fi, 0, ni - fi, shift);
         }
     }
     let a0 = a;
@@ -380,9 +364,7 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     let (fi, fj) = (t.ni / w * w, t.nj / w * w);
     // The tail columns [fj, nj) of rows with a successor go out as seam lines (below).
     let tail = t.nj - fj;
-    debug_assert!(!(seam.skip_first || seam.skip_rest) || shift == seam.head);
-    debug_assert!(seam.succ_rest || !seam.succ_last);
-    let seams = tail > 0 && seam.succ_rest;
+    let seams = tail > 0 && seam.succ;
     debug_assert!(!seams || (tail + seam.head) * es_u == nt.map_or(0, |n| n.1));
     for i0 in (0..fi).step_by(w) {
         for j0 in (0..fj).step_by(w) {
@@ -410,7 +392,7 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     if let (true, Some(copy)) = (seams, m.stream) {
         // Each row's tail and its successor's head, composed in an aligned scratch block
         // (one line-sized row per tile row) by edge micro-tiles and streamed out as one
-        // line; rows without a successor take an ordinary edge store for their tail.
+        // line.
         #[repr(align(64))]
         struct Scratch([u8; 16 * 64]);
         let mut sc_buf = Scratch([0; 16 * 64]);
@@ -423,28 +405,16 @@ pub(crate) unsafe fn tile_simd<T: Element>(
             // holds r <= 16 rows of 64 bytes; the successors' heads (columns [0, head) of
             // the rows `next_a` elements from these rows' column 0, the caller's promise for
             // every tile with seams) lie in A.
-            // Rows with a successor: all but a last row without one.
-            let rh = r - usize::from(i0 + r == t.ni && !seam.succ_last);
             unsafe {
                 (m.edge)(pa, lda, sp, 64, al, be, r, tail);
-                if rh > 0 {
-                    let na = a0.offset(seam.next_a).add(i0) as *const u8;
-                    (m.edge)(na, lda, sp.add(tail * es_u), 64, al, be, rh, seam.head);
-                }
+                let na = a0.offset(seam.next_a).add(i0) as *const u8;
+                (m.edge)(na, lda, sp.add(tail * es_u), 64, al, be, r, seam.head);
             }
-            for rr in 0..r {
-                let dst = pb.wrapping_offset(rr as isize * ldb);
-                if succ(i0 + rr) {
-                    // SAFETY: the line [dst, dst + line) is this row's tail and its
-                    // successor's head, both ours to write; the scratch row is aligned.
-                    unsafe { copy(sp.add(rr * 64), dst, line) };
-                    #[cfg(test)]
-                    SEAM_LINES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                } else {
-                    // SAFETY: the tail alone, inside the tile.
-                    unsafe { std::ptr::copy_nonoverlapping(sp.add(rr * 64), dst, tail * es_u) };
-                }
-            }
+            // SAFETY: the scratch rows go to their lines [dst, dst + line), each this row's
+            // tail and its successor's head, both ours to write, aligned (the grid is).
+            unsafe { copy(sp, 64, pb, ldb, r, line) };
+            #[cfg(test)]
+            SEAM_LINES.fetch_add(r, std::sync::atomic::Ordering::Relaxed);
         }
     }
 }

@@ -287,9 +287,10 @@ fn misaligned_case<T: Element>(dims: &[usize], perm: &[usize], opts: &TransposeO
 
 #[test]
 fn streamed_tiles_into_misaligned_outputs() {
-    // The last four have B rows of whole lines that follow each other in memory along the
-    // tile's rows (`[1, 0]`) or along an outer dimension: seams (`kernel::Seam`).
-    let shapes: [(&[usize], &[usize]); 8] = [
+    // The four after the first four have B rows of whole lines that follow each other in
+    // memory along the tile's rows (`[1, 0]`) or along an outer dimension (seams,
+    // `kernel::Seam`, along the latter).
+    let shapes: [(&[usize], &[usize]); 11] = [
         (&[37, 53], &[1, 0]),
         (&[48, 5, 3, 48], &[3, 1, 2, 0]),
         (&[16, 40, 9], &[2, 0, 1]),
@@ -298,6 +299,10 @@ fn streamed_tiles_into_misaligned_outputs() {
         (&[32, 133], &[1, 0]),
         (&[32, 5, 70], &[2, 1, 0]),
         (&[3, 48, 4, 5, 48], &[4, 0, 3, 2, 1]),
+        // Row copies (A and B share their stride-1 dim): rows of whole lines or not.
+        (&[5, 7, 48], &[1, 0, 2]),
+        (&[6, 9, 37], &[1, 0, 2]),
+        (&[3, 40, 5, 32], &[0, 2, 1, 3]),
     ];
     for isa in Isa::available() {
         for threads in [1, 2] {

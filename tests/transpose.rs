@@ -229,8 +229,9 @@ fn every_isa_and_block_on_tiles_with_remainders() {
 
 /// Streamed tiles into a B that starts anywhere inside a cache line (every element offset
 /// from a line boundary): the B-side block grid shifts to the first line boundary, the first
-/// block covers the columns before it. Every element of B gets `alpha * perm(A)`, nothing
-/// around B is touched; all levels and dtypes, several block widths, one and two threads.
+/// block covers the columns before it. Every element of B gets `alpha * perm(A)` (a plain
+/// and a scaled copy), nothing around B is touched; all levels and dtypes, several block
+/// widths, one and two threads.
 fn misaligned_case<T: Element>(dims: &[usize], perm: &[usize], opts: &TransposeOptions) {
     let es = std::mem::size_of::<T>();
     let n: usize = dims.iter().product();
@@ -250,38 +251,40 @@ fn misaligned_case<T: Element>(dims: &[usize], perm: &[usize], opts: &TransposeO
             continue;
         }
         let off = first / es;
-        back.fill(sentinel);
-        let alpha = T::from_parts(0.5, 0.0);
-        {
-            let av = StridedView::from_slice(&a, la.clone(), 0).unwrap();
-            let mut bv =
-                StridedViewMut::from_slice(&mut back[off..off + n], lb.clone(), 0).unwrap();
-            plan.execute(alpha, &av, T::zero(), &mut bv).unwrap();
-        }
-        let strides_a = la.strides();
-        for (lin, got) in back[off..off + n].iter().enumerate() {
-            // B's multi-index from its linear position, then A's element.
-            let mut rem = lin;
-            let mut src = 0isize;
-            for k in (0..bdims.len()).rev() {
-                let i = rem % bdims[k];
-                rem /= bdims[k];
-                src += i as isize * strides_a[perm[k]];
+        // A plain copy (row copies stream only those) and a scaled one.
+        for alpha in [T::one(), T::from_parts(0.5, 0.0)] {
+            back.fill(sentinel);
+            {
+                let av = StridedView::from_slice(&a, la.clone(), 0).unwrap();
+                let mut bv =
+                    StridedViewMut::from_slice(&mut back[off..off + n], lb.clone(), 0).unwrap();
+                plan.execute(alpha, &av, T::zero(), &mut bv).unwrap();
             }
-            let want = alpha * a[src as usize];
+            let strides_a = la.strides();
+            for (lin, got) in back[off..off + n].iter().enumerate() {
+                // B's multi-index from its linear position, then A's element.
+                let mut rem = lin;
+                let mut src = 0isize;
+                for k in (0..bdims.len()).rev() {
+                    let i = rem % bdims[k];
+                    rem /= bdims[k];
+                    src += i as isize * strides_a[perm[k]];
+                }
+                let want = alpha * a[src as usize];
+                assert!(
+                    (*got - want).abs_f64() <= 1e-6 * (1.0 + want.abs_f64()),
+                    "offset {off_bytes} B, element {lin}: got {got}, want {want} ({opts:?})"
+                );
+            }
             assert!(
-                (*got - want).abs_f64() <= 1e-6 * (1.0 + want.abs_f64()),
-                "offset {off_bytes} B, element {lin}: got {got}, want {want} ({opts:?})"
+                back[..off].iter().all(|x| *x == sentinel),
+                "before B, offset {off_bytes}"
+            );
+            assert!(
+                back[off + n..].iter().all(|x| *x == sentinel),
+                "after B, offset {off_bytes}"
             );
         }
-        assert!(
-            back[..off].iter().all(|x| *x == sentinel),
-            "before B, offset {off_bytes}"
-        );
-        assert!(
-            back[off + n..].iter().all(|x| *x == sentinel),
-            "after B, offset {off_bytes}"
-        );
     }
 }
 
@@ -299,7 +302,8 @@ fn streamed_tiles_into_misaligned_outputs() {
         (&[32, 133], &[1, 0]),
         (&[32, 5, 70], &[2, 1, 0]),
         (&[3, 48, 4, 5, 48], &[4, 0, 3, 2, 1]),
-        // Row copies (A and B share their stride-1 dim): rows of whole lines or not.
+        // Row copies (A and B share their stride-1 dim): rows of whole lines (seams along an
+        // outer dimension in plain copies) or not.
         (&[5, 7, 48], &[1, 0, 2]),
         (&[6, 9, 37], &[1, 0, 2]),
         (&[3, 40, 5, 32], &[0, 2, 1, 3]),

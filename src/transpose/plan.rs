@@ -616,6 +616,9 @@ impl TransposePlan {
             (Some(m), KernelKind::Tile { i, j, .. }) if stream && head > 0 => {
                 self.seam_plan(loops, m, (i, j), b as usize % 64, head)
             }
+            (_, KernelKind::Rows { n }) if stream && sc.mode == kernel::COPY => {
+                self.row_seam_plan(loops, n, b as usize % 64)
+            }
             _ => None,
         };
         let units: usize = loops.iter().map(|l| l.count).product();
@@ -703,6 +706,27 @@ impl TransposePlan {
         })
     }
 
+    /// Seams for streamed row copies into a B that starts `mis` bytes into a line (see
+    /// `kernel::streaming_copies_for!`): rows of whole lines, not cut into chunks, each
+    /// followed in memory by the row of the next index of an outer loop (not of the batch).
+    fn row_seam_plan(&self, loops: &[Loop], n: usize, mis: usize) -> Option<SeamPlan> {
+        let es = self.dtype.size_bytes();
+        let line = kernel::stream_block(self.isa);
+        kernel::stream_rows(self.isa)?;
+        let ok = !mis.is_multiple_of(line)
+            && mis.is_multiple_of(es)
+            && (n * es).is_multiple_of(64)
+            && loops.iter().all(|l| l.role != Role::Chunk || l.count == 1)
+            && self.row_batch.is_none_or(|d| d.sb != n as isize);
+        if !ok {
+            return None;
+        }
+        let outer = loops
+            .iter()
+            .position(|l| l.role == Role::Outer && l.sb == n as isize && l.count > 1)?;
+        Some(SeamPlan { outer, head: 0 })
+    }
+
     /// Executes units `s..e` of the loop nest (last loop fastest). With `head > 0` (tiles
     /// only), B-side block 0 covers columns `[0, head + bj)` and block `J > 0` covers
     /// `[head + J·bj, head + (J+1)·bj)`, clipped to the extent; the caller sized the block
@@ -760,27 +784,56 @@ impl TransposePlan {
                         _ => None,
                     };
                     let es = std::mem::size_of::<T>() as isize;
-                    match (self.row_batch, batched) {
-                        (Some(d), Some(f)) => f(
+                    let seamed = match (seam, kernel::stream_rows(self.isa)) {
+                        (Some(sp), Some(f)) => Some((sp, f)),
+                        _ => None,
+                    };
+                    if let Some((sp, f)) = seamed {
+                        let (x, count) = (idx[sp.outer], loops[sp.outer].count);
+                        let (rows, sa, sb) = self
+                            .row_batch
+                            .map_or((1, 0, 0), |d| (d.n, d.sa * es, d.sb * es));
+                        let rs = kernel::RowSeam {
+                            next: loops[sp.outer].sa * es,
+                            skip: x > 0,
+                            succ: x + 1 < count,
+                        };
+                        let bytes = len * es as usize;
+                        f(
                             a0 as *const u8,
-                            d.sa * es,
+                            sa,
                             b0 as *mut u8,
-                            d.sb * es,
-                            d.n,
-                            len * es as usize,
-                        ),
-                        (Some(d), None) => {
-                            for r in 0..d.n as isize {
-                                kernel::row(
-                                    a0.offset(r * d.sa),
-                                    b0.offset(r * d.sb),
-                                    len,
-                                    sc,
-                                    copy,
-                                );
+                            sb,
+                            rows,
+                            bytes,
+                            Some(rs),
+                        );
+                        #[cfg(test)]
+                        kernel::SEAM_LINES.fetch_add(rows, std::sync::atomic::Ordering::Relaxed);
+                    } else {
+                        match (self.row_batch, batched) {
+                            (Some(d), Some(f)) => f(
+                                a0 as *const u8,
+                                d.sa * es,
+                                b0 as *mut u8,
+                                d.sb * es,
+                                d.n,
+                                len * es as usize,
+                                None,
+                            ),
+                            (Some(d), None) => {
+                                for r in 0..d.n as isize {
+                                    kernel::row(
+                                        a0.offset(r * d.sa),
+                                        b0.offset(r * d.sb),
+                                        len,
+                                        sc,
+                                        copy,
+                                    );
+                                }
                             }
+                            (None, _) => kernel::row(a0, b0, len, sc, copy),
                         }
-                        (None, _) => kernel::row(a0, b0, len, sc, copy),
                     }
                 }
                 KernelKind::Tile { i, j, .. } => {
@@ -1158,8 +1211,8 @@ mod tests {
         }
     }
 
-    /// Streamed tiles into a B that starts 16 bytes past a line, with rows of whole lines
-    /// following each other along an outer dimension: the seam path runs (its line counter moves) and every element is right, on one and two
+    /// Streamed tiles and row copies into a B that starts 16 bytes past a line, with rows of
+    /// whole lines following each other along an outer dimension: the seam path runs (its line counter moves) and every element is right, on one and two
     /// threads, for a copy and a scaled copy. (`tests/transpose.rs` covers every offset,
     /// level and dtype.)
     #[test]
@@ -1170,10 +1223,13 @@ mod tests {
             eprintln!("seams_join_the_rows_of_a_misaligned_b: SKIPPED (no SIMD level here)");
             return;
         }
-        let cases: [(&[usize], &[usize]); 3] = [
+        let cases: [(&[usize], &[usize]); 5] = [
             (&[16, 6, 40], &[2, 1, 0]),
             (&[2, 16, 3, 4, 24], &[4, 0, 3, 2, 1]),
             (&[8, 4, 16, 24], &[1, 3, 0, 2]),
+            // row copies
+            (&[5, 7, 48], &[1, 0, 2]),
+            (&[3, 40, 5, 16], &[0, 2, 1, 3]),
         ];
         for (dims, perm) in cases {
             let n: usize = dims.iter().product();
@@ -1200,10 +1256,14 @@ mod tests {
                                 .unwrap();
                         plan.execute(alpha, &av, 0.0, &mut bv).unwrap();
                     }
-                    assert!(
-                        kernel::SEAM_LINES.load(Ordering::Relaxed) > before,
-                        "{dims:?}"
-                    );
+                    // Row copies take seams only for a plain copy (the streamed kind).
+                    let rows = perm.last() == Some(&(dims.len() - 1));
+                    if alpha == 1.0 || !rows {
+                        assert!(
+                            kernel::SEAM_LINES.load(Ordering::Relaxed) > before,
+                            "{dims:?}"
+                        );
+                    }
                     let sa = la.strides();
                     for (lin, got) in back[first..first + n].iter().enumerate() {
                         let (mut rem, mut src) = (lin, 0isize);

@@ -359,51 +359,11 @@ pub(crate) unsafe fn e_c64<const M: u8>(
     }
 }
 
-/// Copies `bytes` bytes with non-temporal stores for every whole 32-byte block of `dst`
-/// (ordinary stores for the partial blocks at either end).
-///
-/// # Safety
-/// AVX2 is available; `src[..bytes]` is readable, `dst[..bytes]` writable, and they do not
-/// overlap; the caller issues a store fence before the data is read by another thread.
-#[target_feature(enable = "avx2")]
-pub(crate) unsafe fn stream_copy(src: *const u8, dst: *mut u8, bytes: usize) {
-    let head = ((32 - (dst as usize) % 32) % 32).min(bytes);
-    std::ptr::copy_nonoverlapping(src, dst, head);
-    let mut k = head;
-    while k + 32 <= bytes {
-        let v = _mm256_loadu_si256(src.add(k) as *const __m256i);
-        _mm256_stream_si256(dst.add(k) as *mut __m256i, v);
-        k += 32;
-    }
-    std::ptr::copy_nonoverlapping(src.add(k), dst.add(k), bytes - k);
-}
-
-/// Copies `count` rows of `bytes` bytes, row `r` from `src + r*sa` to `dst + r*sb` (byte
-/// strides): rows whose destination is 32-byte aligned and whose length is a multiple of 32
-/// go out with non-temporal stores, the others through ordinary copies.
-///
-/// # Safety
-/// As [`stream_copy`], for every row.
-#[target_feature(enable = "avx2")]
-pub(crate) unsafe fn stream_rows(
-    src: *const u8,
-    sa: isize,
-    dst: *mut u8,
-    sb: isize,
-    count: usize,
-    bytes: usize,
-) {
-    for r in 0..count as isize {
-        let (s, d) = (src.offset(r * sa), dst.offset(r * sb));
-        if (d as usize).is_multiple_of(32) && bytes.is_multiple_of(32) {
-            let mut k = 0;
-            while k < bytes {
-                let v = _mm256_loadu_si256(s.add(k) as *const __m256i);
-                _mm256_stream_si256(d.add(k) as *mut __m256i, v);
-                k += 32;
-            }
-        } else {
-            std::ptr::copy_nonoverlapping(s, d, bytes);
-        }
-    }
-}
+super::streaming_copies_for!(
+    "avx2",
+    32,
+    __m256i,
+    _mm256_load_si256,
+    _mm256_loadu_si256,
+    _mm256_stream_si256
+);

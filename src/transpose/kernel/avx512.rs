@@ -340,52 +340,11 @@ edge_kernel!(
     |n: usize| low8(2 * n), |n: usize| low8(2 * n); 0, 1, 2, 3
 );
 
-/// Copies `bytes` bytes from `src` to `dst` with non-temporal stores for every 64-byte
-/// line of `dst` that the range covers whole (ordinary stores for the partial lines at
-/// either end).
-///
-/// # Safety
-/// AVX-512F is available; `src[..bytes]` is readable, `dst[..bytes]` writable, and they do not
-/// overlap; the caller issues a store fence before the data is read by another thread.
-#[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn stream_copy(src: *const u8, dst: *mut u8, bytes: usize) {
-    let head = ((64 - (dst as usize) % 64) % 64).min(bytes);
-    std::ptr::copy_nonoverlapping(src, dst, head);
-    let mut k = head;
-    while k + 64 <= bytes {
-        let v = _mm512_loadu_si512(src.add(k) as *const __m512i);
-        _mm512_stream_si512(dst.add(k) as *mut __m512i, v);
-        k += 64;
-    }
-    std::ptr::copy_nonoverlapping(src.add(k), dst.add(k), bytes - k);
-}
-
-/// Copies `count` rows of `bytes` bytes, row `r` from `src + r*sa` to `dst + r*sb` (byte
-/// strides): rows whose destination is 64-byte aligned and whose length is a multiple of 64
-/// go out with non-temporal stores, the others through ordinary copies.
-///
-/// # Safety
-/// As [`stream_copy`], for every row.
-#[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn stream_rows(
-    src: *const u8,
-    sa: isize,
-    dst: *mut u8,
-    sb: isize,
-    count: usize,
-    bytes: usize,
-) {
-    for r in 0..count as isize {
-        let (s, d) = (src.offset(r * sa), dst.offset(r * sb));
-        if (d as usize).is_multiple_of(64) && bytes.is_multiple_of(64) {
-            let mut k = 0;
-            while k < bytes {
-                let v = _mm512_loadu_si512(s.add(k) as *const __m512i);
-                _mm512_stream_si512(d.add(k) as *mut __m512i, v);
-                k += 64;
-            }
-        } else {
-            std::ptr::copy_nonoverlapping(s, d, bytes);
-        }
-    }
-}
+super::streaming_copies_for!(
+    "avx512f",
+    64,
+    __m512i,
+    _mm512_load_si512,
+    _mm512_loadu_si512,
+    _mm512_stream_si512
+);

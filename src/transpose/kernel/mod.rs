@@ -412,7 +412,7 @@ pub(crate) unsafe fn tile_simd<T: Element>(
             }
             // SAFETY: the scratch rows go to their lines [dst, dst + line), each this row's
             // tail and its successor's head, both ours to write, aligned (the grid is).
-            unsafe { copy(sp, 64, pb, ldb, r, line) };
+            unsafe { copy(sp, 64, pb, ldb, r, line, None) };
             #[cfg(test)]
             SEAM_LINES.fetch_add(r, std::sync::atomic::Ordering::Relaxed);
         }
@@ -445,9 +445,120 @@ pub(crate) fn stream_copy(isa: Isa) -> Option<unsafe fn(*const u8, *mut u8, usiz
     }
 }
 
-/// A batch-of-rows streaming copy: `(src, src_stride, dst, dst_stride, rows, bytes)` with byte
-/// strides.
-pub(crate) type StreamRowsFn = unsafe fn(*const u8, isize, *mut u8, isize, usize, usize);
+/// Defines the streaming copies of one ISA, whose non-temporal stores write `$line`-byte
+/// blocks: `stream_copy` (one range: streamed whole blocks, ordinary moves for the partial
+/// ones at either end), `stream_rows` (a batch of rows: rows whose destination is
+/// block-aligned and whose length is whole blocks streamed, the others copied) and
+/// with seams, below.
+///
+/// A row copy with seams ([`RowSeam`]) is for rows of whole lines whose destinations all start
+/// `$line`-misaligned by the same amount and are each followed in memory by their successor
+/// row (whose source lies `next` bytes after theirs): every whole `$line`-byte block inside
+/// a row is streamed; the block where a row ends and its successor begins is composed in an
+/// aligned scratch block and streamed once (when `succ`: the successors exist), else the
+/// row's tail is copied; the row's head, up to its first whole block, is skipped when
+/// `skip` (its predecessor's seam wrote it), else copied.
+macro_rules! streaming_copies_for {
+    ($feature:literal, $line:literal, $vec:ty, $load:ident, $loadu:ident, $stream:ident) => {
+        /// Copies `bytes` bytes from `src` to `dst` with non-temporal stores for every
+        /// block of `dst` that the range covers whole (see `streaming_copies_for!`).
+        ///
+        /// # Safety
+        /// The CPU has the feature; `src[..bytes]` is readable, `dst[..bytes]` writable, and
+        /// they do not overlap; the caller fences before the data is read by another thread.
+        #[target_feature(enable = $feature)]
+        pub(crate) unsafe fn stream_copy(src: *const u8, dst: *mut u8, bytes: usize) {
+            let head = (($line - (dst as usize) % $line) % $line).min(bytes);
+            std::ptr::copy_nonoverlapping(src, dst, head);
+            let mut k = head;
+            while k + $line <= bytes {
+                let v = $loadu(src.add(k) as *const $vec);
+                $stream(dst.add(k) as *mut $vec, v);
+                k += $line;
+            }
+            std::ptr::copy_nonoverlapping(src.add(k), dst.add(k), bytes - k);
+        }
+
+        /// Copies `count` rows of `bytes` bytes, row `r` from `src + r*sa` to `dst + r*sb`
+        /// (byte strides), without or with seams (see `streaming_copies_for!`).
+        ///
+        /// # Safety
+        /// As `stream_copy`, for every row; with a seam whose `succ` is set, the `$line`
+        /// bytes at `src + r*sa + next` are readable and the bytes after each destination
+        /// row up to its successor's first block boundary are this call's to write.
+        #[target_feature(enable = $feature)]
+        pub(crate) unsafe fn stream_rows(
+            src: *const u8,
+            sa: isize,
+            dst: *mut u8,
+            sb: isize,
+            count: usize,
+            bytes: usize,
+            seam: Option<super::RowSeam>,
+        ) {
+            #[repr(align(64))]
+            struct Block([u8; 64]);
+            for r in 0..count as isize {
+                let (s, d) = (src.offset(r * sa), dst.offset(r * sb));
+                let Some(seam) = seam else {
+                    if (d as usize).is_multiple_of($line) && bytes.is_multiple_of($line) {
+                        let mut k = 0;
+                        while k < bytes {
+                            let v = $loadu(s.add(k) as *const $vec);
+                            $stream(d.add(k) as *mut $vec, v);
+                            k += $line;
+                        }
+                    } else {
+                        std::ptr::copy_nonoverlapping(s, d, bytes);
+                    }
+                    continue;
+                };
+                let head = (($line - d as usize % $line) % $line).min(bytes);
+                if !seam.skip {
+                    std::ptr::copy_nonoverlapping(s, d, head);
+                }
+                // The whole blocks (aligned: `stream_copy` has no partial ones here).
+                let k = head + (bytes - head) / $line * $line;
+                stream_copy(s.add(head), d.add(head), k - head);
+                let tail = bytes - k;
+                if tail > 0 && seam.succ {
+                    let mut tmp = Block([0; 64]);
+                    let t = tmp.0.as_mut_ptr();
+                    std::ptr::copy_nonoverlapping(s.add(k), t, tail);
+                    std::ptr::copy_nonoverlapping(s.offset(seam.next), t.add(tail), $line - tail);
+                    $stream(d.add(k) as *mut $vec, $load(t as *const $vec));
+                } else {
+                    std::ptr::copy_nonoverlapping(s.add(k), d.add(k), tail);
+                }
+            }
+        }
+    };
+}
+pub(crate) use streaming_copies_for;
+
+/// A seam of a streamed row copy (see `streaming_copies_for!`): the successor rows' sources
+/// lie `next` bytes after the rows' own; `skip`: the rows' heads were written by their
+/// predecessors' seams; `succ`: the successors exist and this copy writes their heads.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RowSeam {
+    pub next: isize,
+    pub skip: bool,
+    pub succ: bool,
+}
+
+/// The streaming block size of `isa` in bytes (0 without streaming copies).
+pub(crate) fn stream_block(isa: Isa) -> usize {
+    match isa {
+        Isa::Avx512 => 64,
+        Isa::Avx2 => 32,
+        _ => 0,
+    }
+}
+
+/// A batch-of-rows streaming copy: `(src, src_stride, dst, dst_stride, rows, bytes, seam)`
+/// with byte strides.
+pub(crate) type StreamRowsFn =
+    unsafe fn(*const u8, isize, *mut u8, isize, usize, usize, Option<RowSeam>);
 
 /// The batched streaming row copy of `isa`, if it has one.
 pub(crate) fn stream_rows(isa: Isa) -> Option<StreamRowsFn> {

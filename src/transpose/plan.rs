@@ -392,11 +392,11 @@ impl TransposePlan {
         let big = || self.stream_choice();
         match self.kernel {
             KernelKind::Rows { n } if self.isa != Isa::Scalar => {
-                let align = if self.isa == Isa::Avx512 { 64 } else { 32 };
+                let align = kernel::stream_block(self.isa);
                 (n * self.dtype.size_bytes()).is_multiple_of(align) && big()
             }
             KernelKind::Tile { i, simd: true, .. } => {
-                let align = if self.isa == Isa::Avx512 { 64 } else { 32 };
+                let align = kernel::stream_block(self.isa);
                 let row_bytes = i.sb.unsigned_abs() * self.dtype.size_bytes();
                 row_bytes.is_multiple_of(align) && big()
             }
@@ -784,11 +784,8 @@ impl TransposePlan {
                         _ => None,
                     };
                     let es = std::mem::size_of::<T>() as isize;
-                    let seamed = match (seam, kernel::stream_rows(self.isa)) {
-                        (Some(sp), Some(f)) => Some((sp, f)),
-                        _ => None,
-                    };
-                    if let Some((sp, f)) = seamed {
+                    // Row seams exist only for streamed plain copies (`execute_raw`).
+                    if let Some((sp, f)) = seam.zip(batched) {
                         let (x, count) = (idx[sp.outer], loops[sp.outer].count);
                         let (rows, sa, sb) = self
                             .row_batch
@@ -1212,8 +1209,9 @@ mod tests {
     }
 
     /// Streamed tiles and row copies into a B that starts 16 bytes past a line, with rows of
-    /// whole lines following each other along an outer dimension: the seam path runs (its line counter moves) and every element is right, on one and two
-    /// threads, for a copy and a scaled copy. (`tests/transpose.rs` covers every offset,
+    /// whole lines following each other along an outer dimension: the seam path runs (its
+    /// line counter moves) and every element is right, on one and two threads, for a copy
+    /// and a scaled copy. (`tests/transpose.rs` covers every offset,
     /// level and dtype.)
     #[test]
     fn seams_join_the_rows_of_a_misaligned_b() {

@@ -105,7 +105,7 @@ pub(crate) type EdgeFn = unsafe fn(*const u8, isize, *mut u8, isize, f64, f64, u
 
 /// A micro-kernel with its tile width, for `beta == 0` its non-temporal-store variant (used
 /// on destinations aligned to `align` bytes), its edge variant for the partial
-/// micro-tiles at a tile's right and bottom edges, and the ISA's streaming byte copy (for
+/// micro-tiles at a tile's right and bottom edges, and the ISA's streaming row copy (for
 /// the seam lines of [`Seam`]).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Micro {
@@ -222,7 +222,7 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
             (Isa::Avx512, DType::C64) => pick!(avx512::t_c64, e_c64),
             (Isa::Scalar, _) => return None,
         };
-        let align = if isa == Isa::Avx512 { 64 } else { 32 };
+        let align = stream_block(isa);
         Some(Micro {
             w: isa.width(T::DTYPE),
             f,
@@ -447,9 +447,9 @@ pub(crate) fn stream_copy(isa: Isa) -> Option<unsafe fn(*const u8, *mut u8, usiz
 
 /// Defines the streaming copies of one ISA, whose non-temporal stores write `$line`-byte
 /// blocks: `stream_copy` (one range: streamed whole blocks, ordinary moves for the partial
-/// ones at either end), `stream_rows` (a batch of rows: rows whose destination is
-/// block-aligned and whose length is whole blocks streamed, the others copied) and
-/// with seams, below.
+/// ones at either end) and `stream_rows` (a batch of rows: rows whose destination is
+/// block-aligned and whose length is whole blocks streamed, the others copied; or rows
+/// with seams, below).
 ///
 /// A row copy with seams ([`RowSeam`]) is for rows of whole lines whose destinations all start
 /// `$line`-misaligned by the same amount and are each followed in memory by their successor
@@ -502,12 +502,7 @@ macro_rules! streaming_copies_for {
                 let (s, d) = (src.offset(r * sa), dst.offset(r * sb));
                 let Some(seam) = seam else {
                     if (d as usize).is_multiple_of($line) && bytes.is_multiple_of($line) {
-                        let mut k = 0;
-                        while k < bytes {
-                            let v = $loadu(s.add(k) as *const $vec);
-                            $stream(d.add(k) as *mut $vec, v);
-                            k += $line;
-                        }
+                        stream_copy(s, d, bytes);
                     } else {
                         std::ptr::copy_nonoverlapping(s, d, bytes);
                     }

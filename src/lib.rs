@@ -265,6 +265,10 @@ where
         });
     }
     check_no_overlap(&[(a.as_ptr(), la)], b)?;
+    if b.len().saturating_mul(std::mem::size_of::<T>()) >= transpose::STREAM_MIN_BYTES {
+        // large outputs may stream: follow this machine's store rule from its profile
+        model::profile::ensure_loaded();
+    }
     transpose::transpose(
         perm,
         alpha,

@@ -7,7 +7,9 @@ use ndarray::{ArrayD, Dimension, IxDyn, SliceInfoElem};
 use num_complex::{Complex32, Complex64};
 use proptest::prelude::*;
 use ttgt::tensor::{StridedView, StridedViewMut};
-use ttgt::transpose::{Isa, TransposeOptions, TransposePlan, Tuning};
+use ttgt::transpose::{
+    line_tile_streaming, set_line_tile_streaming, Isa, TransposeOptions, TransposePlan, Tuning,
+};
 use ttgt::{DType, Element, Layout};
 
 /// A random strided view description: per axis a step (negative = reversed) and padding.
@@ -426,7 +428,8 @@ fn measure_applies_once() {
 }
 
 /// The default store choice on large outputs (layouts only): tiles with one-line A rows
-/// into scattered B rows use ordinary stores; adjacent B rows, longer A rows and row copies
+/// follow the host's rule (`set_line_tile_streaming`, the only test here that sets it), except
+/// adjacent B rows read from far-apart A rows, which stream; longer A rows and row copies
 /// stream; a forced choice wins.
 #[test]
 fn default_store_choice() {
@@ -443,13 +446,31 @@ fn default_store_choice() {
         TransposePlan::new(perm, &a, &b, DType::F32, &o).unwrap()
     };
     let d6 = [16usize; 6];
-    // A rows of 16 f32 (one line), B rows 1 KiB apart: ordinary stores.
+    // A rows of 16 f32 (one line), B rows 1 KiB apart: as the rule says, unless forced.
+    set_line_tile_streaming(Some(false));
+    assert!(!line_tile_streaming());
     assert!(!plan(&d6, &[0, 1, 2, 5, 3, 4], None).streams(true));
     assert!(plan(&d6, &[0, 1, 2, 5, 3, 4], Some(true)).streams(true));
     // Adjacent B rows (one contiguous 1 KiB write per unit): streamed when the A rows are far
     // apart (256 KiB), not when they are adjacent too.
     assert!(plan(&d6, &[0, 2, 3, 4, 5, 1], None).streams(true));
     assert!(!plan(&d6, &[1, 0, 2, 3, 5, 4], None).streams(true));
+    // A plan keeps the rule it was made under.
+    let made_plain = plan(&d6, &[5, 4, 3, 2, 1, 0], None);
+    set_line_tile_streaming(Some(true));
+    assert!(line_tile_streaming());
+    assert!(plan(&d6, &[0, 1, 2, 5, 3, 4], None).streams(true));
+    assert!(plan(&d6, &[1, 0, 2, 3, 5, 4], None).streams(true));
+    assert!(plan(&d6, &[5, 4, 3, 2, 1, 0], None).streams(true));
+    assert!(!made_plain.streams(true));
+    assert!(!plan(&d6, &[0, 1, 2, 5, 3, 4], Some(false)).streams(true));
+    // Unset: the built-in default, streaming on AVX-512 CPUs.
+    set_line_tile_streaming(None);
+    assert_eq!(line_tile_streaming(), Isa::detect() == Isa::Avx512);
+    assert_eq!(
+        plan(&d6, &[0, 1, 2, 5, 3, 4], None).streams(true),
+        Isa::detect() == Isa::Avx512
+    );
     // A rows of 96 f32 (the TTC set's shapes): streamed; never with beta != 0.
     let p = plan(&[75, 75, 96, 96], &[1, 0, 3, 2], None);
     assert!(p.streams(true) && !p.streams(false));

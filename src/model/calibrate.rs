@@ -99,10 +99,14 @@ fn scaled_extent(d: usize, f: f64) -> usize {
     }
 }
 
-/// Training problems: `(perm, row-major extents, dtype, force scalar)`: every third case of the
-/// TTC table scaled down to about `elems` elements (f32, and f64 at half the extents' volume),
-/// plus contiguous-row problems, rank-6 equal-extent tiles and scalar-forced tiles.
-fn training_set(elems: usize) -> Vec<(Vec<usize>, Vec<usize>, DType, bool)> {
+/// One training problem: permutation, row-major extents, element type, scalar kernels forced,
+/// store kind forced (`None`: the plan's default).
+type Training = (Vec<usize>, Vec<usize>, DType, bool, Option<bool>);
+
+/// Training problems: every third case of the TTC table scaled down to about `elems`
+/// elements (f32, and f64 at half the extents' volume), plus contiguous-row problems, rank-6
+/// equal-extent tiles (with each store kind) and scalar-forced tiles.
+fn training_set(elems: usize) -> Vec<Training> {
     let mut v = Vec::new();
     let ttc = crate::bench::parse_ttc(crate::bench::TTC_TSV).unwrap_or_default();
     for (k, c) in ttc.iter().enumerate().filter(|(k, _)| k % 3 == 0) {
@@ -122,25 +126,32 @@ fn training_set(elems: usize) -> Vec<(Vec<usize>, Vec<usize>, DType, bool)> {
                 .iter()
                 .map(|&d| if d >= 16 { d - 3 } else { d })
                 .collect();
-            v.push((c.perm.clone(), odd, dt, false));
+            v.push((c.perm.clone(), odd, dt, false, None));
         }
-        v.push((c.perm.clone(), dims, dt, false));
+        v.push((c.perm.clone(), dims, dt, false, None));
     }
     let side = |r: usize| (elems as f64).powf(1.0 / r as f64).round().max(2.0) as usize;
     let (s2, s3) = (side(2), side(3));
     for l in [16usize, 96, 1000] {
         let m = (elems / l).max(4);
         let a = (m as f64).sqrt() as usize;
-        v.push((vec![1, 0, 2], vec![a, (m / a).max(2), l], DType::F32, false));
+        v.push((
+            vec![1, 0, 2],
+            vec![a, (m / a).max(2), l],
+            DType::F32,
+            false,
+            None,
+        ));
     }
     // Short rows gathered from 16 far-apart slices into contiguous runs: the write-back of a
     // contraction's temporary when one outer index moves inwards (f64 rows of 24, as in the
     // TCCG ccsd(t) cases).
     let m = (elems / 2 / (16 * 24)).max(2);
-    v.push((vec![1, 0, 2], vec![16, m, 24], DType::F64, false));
+    v.push((vec![1, 0, 2], vec![16, m, 24], DType::F64, false, None));
     // Rank-6 tiles of equal extents (the 720-permutation set's shape, at most 16): with 16
-    // f32 per A row these are the one-line-run tiles written with ordinary stores, so the
-    // `tile` class gets training rows; the last (adjacent B rows, far A rows) streams.
+    // f32 per A row these are one-line-run tiles, run with each store kind so that both the
+    // `tile` and the `tile_stream` class get training rows whichever kind the host's rule
+    // picks for them; the last (adjacent B rows, far A rows) always streams.
     let s6 = side(6).min(16);
     for perm in [
         [0, 1, 2, 5, 3, 4],
@@ -149,10 +160,18 @@ fn training_set(elems: usize) -> Vec<(Vec<usize>, Vec<usize>, DType, bool)> {
         [5, 4, 3, 2, 1, 0],
         [0, 2, 3, 4, 5, 1],
     ] {
-        v.push((perm.to_vec(), vec![s6; 6], DType::F32, false));
+        for stream in [false, true] {
+            v.push((perm.to_vec(), vec![s6; 6], DType::F32, false, Some(stream)));
+        }
     }
-    v.push((vec![1, 0], vec![s2 + 1, s2 - 3], DType::F32, true));
-    v.push((vec![2, 1, 0], vec![s3 + 1, s3 - 1, s3], DType::F64, true));
+    v.push((vec![1, 0], vec![s2 + 1, s2 - 3], DType::F32, true, None));
+    v.push((
+        vec![2, 1, 0],
+        vec![s3 + 1, s3 - 1, s3],
+        DType::F64,
+        true,
+        None,
+    ));
     v
 }
 
@@ -160,6 +179,7 @@ fn time_typed<T: Element>(
     perm: &[usize],
     dims: &[usize],
     scalar: bool,
+    streaming: Option<bool>,
     threads: usize,
     p: &Profile,
 ) -> Result<(f64, Costs)> {
@@ -171,6 +191,7 @@ fn time_typed<T: Element>(
     let opts = TransposeOptions {
         threads: Some(threads),
         isa: scalar.then_some(Isa::Scalar),
+        streaming,
         ..Default::default()
     };
     let plan = TransposePlan::new(perm, &la, &lb, T::DTYPE, &opts)?;
@@ -187,17 +208,95 @@ fn time_typed<T: Element>(
 }
 
 fn time_case(
-    perm: &[usize],
-    dims: &[usize],
-    dt: DType,
-    scalar: bool,
+    (perm, dims, dt, scalar, streaming): &Training,
     threads: usize,
     p: &Profile,
 ) -> Result<(f64, Costs)> {
     match dt {
-        DType::F64 => time_typed::<f64>(perm, dims, scalar, threads, p),
-        _ => time_typed::<f32>(perm, dims, scalar, threads, p),
+        DType::F64 => time_typed::<f64>(perm, dims, *scalar, *streaming, threads, p),
+        _ => time_typed::<f32>(perm, dims, *scalar, *streaming, threads, p),
     }
+}
+
+/// The rank-6 permutations of 16^6 whose tiles read one cache line per A row, except those
+/// that stream under every rule (B rows adjacent, A rows 256 KiB or more apart): every
+/// `step`-th, in lexicographic order.
+fn line_tile_perms(step: usize) -> Result<Vec<Vec<usize>>> {
+    let dims = [16usize; 6];
+    let la = Layout::row_major(&dims)?;
+    let mut out = Vec::new();
+    let mut k = 0;
+    let mut perm: Vec<usize> = (0..6).collect();
+    loop {
+        let plan = TransposePlan::new(&perm, &la, &la, DType::F32, &TransposeOptions::default())?;
+        if let crate::transpose::KernelKind::Tile { i, j, simd: true } = plan.kernel() {
+            let always = i.sb.unsigned_abs() == 16 && j.sa.unsigned_abs() * 4 >= 256 << 10;
+            if i.n == 16 && !always {
+                if k % step.max(1) == 0 {
+                    out.push(perm.clone());
+                }
+                k += 1;
+            }
+        }
+        // next permutation in lexicographic order
+        let Some(p) = (0..5).rev().find(|&p| perm[p] < perm[p + 1]) else {
+            break;
+        };
+        let q = (p + 1..6)
+            .rev()
+            .find(|&q| perm[q] > perm[p])
+            .unwrap_or(p + 1);
+        perm.swap(p, q);
+        perm[p + 1..].reverse();
+    }
+    Ok(out)
+}
+
+/// Whether one-line-run tiles ([`crate::transpose::set_line_tile_streaming`]) run faster
+/// streamed than with ordinary stores on this machine: the geometric mean of the time ratio
+/// over 16 of the 16^6 f32 permutations of that kind (64 MiB each way), at every thread
+/// count in `threads`, the two kinds alternated on the same buffers (best of three each).
+/// About a second.
+///
+/// ```no_run
+/// let stream = ttgt::model::probe_line_tile_stores(&[1, 2]).unwrap();
+/// ttgt::transpose::set_line_tile_streaming(Some(stream));
+/// ```
+pub fn probe_line_tile_stores(threads: &[usize]) -> Result<bool> {
+    let perms = line_tile_perms(30)?;
+    let dims = [16usize; 6];
+    let la = Layout::row_major(&dims)?;
+    let (a, oa) = zeroed_aligned::<f32>(la.len(), "calibration input")?;
+    let (mut b, ob) = zeroed_aligned::<f32>(la.len(), "calibration output")?;
+    let av = StridedView::from_slice(&a, la.clone(), oa)?;
+    let mut bv = StridedViewMut::from_slice(&mut b, la.clone(), ob)?;
+    let mut log_sum = 0.0;
+    for &n in threads {
+        for perm in &perms {
+            let plan = |stream| {
+                let opts = TransposeOptions {
+                    threads: Some(n),
+                    streaming: Some(stream),
+                    ..Default::default()
+                };
+                TransposePlan::new(perm, &la, &la, DType::F32, &opts)
+            };
+            let plans = [plan(false)?, plan(true)?];
+            let mut best = [f64::INFINITY; 2];
+            for round in 0..4 {
+                for (k, pl) in plans.iter().enumerate() {
+                    let t = Instant::now();
+                    pl.execute(1.0, &av, 0.0, &mut bv)?;
+                    // the first round warms both plans up
+                    if round > 0 {
+                        best[k] = best[k].min(t.elapsed().as_secs_f64());
+                    }
+                }
+            }
+            log_sum += (best[0] / best[1]).ln();
+        }
+    }
+    Ok(log_sum > 0.0)
 }
 
 /// Solves `min Σ_i (Σ_k a_ik x_k - 1)²` (a tiny ridge term keeps it well posed) for the
@@ -257,8 +356,8 @@ fn fit_transpose(bytes: usize, threads: usize, p: &Profile) -> Result<TransposeC
     // inverse efficiency is the geometric mean of (measured time) / (coefficient-free cost),
     // which leaves no bias in the log of the time ratio over the training set.
     let mut logs: [Vec<f64>; 5] = Default::default();
-    for (perm, dims, dt, scalar) in training_set(bytes / 4) {
-        let (t, costs) = time_case(&perm, &dims, dt, scalar, threads, p)?;
+    for case in training_set(bytes / 4) {
+        let (t, costs) = time_case(&case, threads, p)?;
         let parts = costs.parts();
         let total: f64 = parts.iter().sum();
         if t <= 0.0 || total <= 0.0 {
@@ -291,10 +390,17 @@ fn fit_transpose(bytes: usize, threads: usize, p: &Profile) -> Result<TransposeC
     })
 }
 
-/// Measures a full profile: copy bandwidth for every thread count and transposition factors
-/// fitted at `threads` threads on tensors of about `bytes` bytes. Takes a few seconds.
+/// Measures a full profile: copy bandwidth for every thread count, the store kind for
+/// one-line-run tiles ([`probe_line_tile_stores`], which this process then uses), and
+/// transposition factors fitted at `threads` threads on tensors of about `bytes` bytes.
+/// Takes a few seconds.
 pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
     let copy = probe_copy(bytes);
+    let mut counts = vec![1, threads.max(1)];
+    counts.dedup();
+    let line_tile_stream = probe_line_tile_stores(&counts)?;
+    // the training set's plans follow the measured rule
+    crate::transpose::set_line_tile_streaming(Some(line_tile_stream));
     let mut p = Profile {
         machine: machine_name(),
         created: 0,
@@ -304,10 +410,9 @@ pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
         transpose_at: Vec::new(),
         gemm: Vec::new(),
         gemm_concurrent: Vec::new(),
+        line_tile_stream: Some(line_tile_stream),
     };
     // Factors at one thread and at `threads` (see `Profile::transpose_at`).
-    let mut counts = vec![1, threads.max(1)];
-    counts.dedup();
     for &n in &counts {
         let c = fit_transpose(bytes, n, &p)?;
         if n == threads.max(1) {
@@ -324,6 +429,21 @@ pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn line_tile_probe_set_is_one_line_tiles_of_every_kind() {
+        let perms = line_tile_perms(30).unwrap();
+        assert!((14..=18).contains(&perms.len()), "{}", perms.len());
+        let all = line_tile_perms(1).unwrap().len();
+        // 720 permutations: the 120 that keep A's last axis last are row copies, the ones
+        // that keep A's last two axes together have two-line runs
+        assert!(all > 400 && all < 600, "{all}");
+        // the full reversal is one of them; the identity is not
+        assert!(line_tile_perms(1)
+            .unwrap()
+            .contains(&vec![5, 4, 3, 2, 1, 0]));
+        assert!(!perms.contains(&vec![0, 1, 2, 3, 4, 5]));
+    }
 
     #[test]
     fn scaled_extents_keep_line_multiples() {

@@ -6,10 +6,10 @@
 mod calibrate;
 mod gemm;
 mod gett;
-mod profile;
+pub(crate) mod profile;
 mod transpose;
 
-pub use calibrate::{calibrate, copy_seconds, copy_seconds_on, probe_copy};
+pub use calibrate::{calibrate, copy_seconds, copy_seconds_on, probe_copy, probe_line_tile_stores};
 pub use gemm::{
     gemm_coeffs, gemm_coeffs_in, gemm_seconds, gemm_seconds_strided, gemm_training_shapes,
     GemmCoeffs, GemmLayout, GemmLibrary,

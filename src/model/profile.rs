@@ -75,6 +75,11 @@ pub struct Profile {
     /// when `threads` of them run at once (a parallel loop of calls): measured per library
     /// and element type by `ttgt calibrate` ([`crate::backend::cpu::calibrate_gemm_concurrency`]).
     pub gemm_concurrent: Vec<ConcurrentGemm>,
+    /// Whether transpositions whose tiles read one cache line per A row (16 f32, 8 f64) run
+    /// faster with streaming stores on this machine, as `ttgt calibrate` measured it
+    /// ([`crate::transpose::set_line_tile_streaming`]); `None`: not measured (the engine's
+    /// built-in default applies).
+    pub line_tile_stream: Option<bool>,
 }
 
 /// One measured slowdown of concurrent single-threaded GEMM calls (see
@@ -126,6 +131,7 @@ impl Profile {
             transpose_at: Vec::new(),
             gemm: Vec::new(),
             gemm_concurrent: Vec::new(),
+            line_tile_stream: None,
         }
     }
 
@@ -184,6 +190,7 @@ impl Profile {
                 "library": c.library.name(), "dtype": c.dtype.name(), "threads": c.threads,
                 "factor": c.factor,
             })).collect::<Vec<_>>(),
+            "line_tile_stream": self.line_tile_stream,
         });
         serde_json::to_string_pretty(&v).unwrap_or_default()
     }
@@ -266,6 +273,8 @@ impl Profile {
                     .collect::<Result<_>>()?,
                 None => Vec::new(),
             },
+            // Absent (older profiles) or null: not measured.
+            line_tile_stream: v.get("line_tile_stream").and_then(Value::as_bool),
         })
     }
 
@@ -395,11 +404,47 @@ pub fn profile() -> Profile {
     }
     let p =
         Profile::load().unwrap_or_else(|| Profile::builtin(super::calibrate::probe_copy(16 << 20)));
+    crate::transpose::set_line_tile_streaming(p.line_tile_stream);
     *current().write().unwrap_or_else(|p| p.into_inner()) = Some(p.clone());
     p
 }
 
-/// Makes `p` the profile of this process (e.g. right after calibrating).
+/// Loads the profile if no profile is loaded yet (which also sets its transposition store
+/// rule); a read lock when one is.
+pub(crate) fn ensure_loaded() {
+    if current()
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .is_none()
+    {
+        profile();
+    }
+}
+
+/// Makes `p` the profile of this process (e.g. right after calibrating), with its
+/// transposition store rule ([`crate::transpose::set_line_tile_streaming`]).
 pub fn set_profile(p: Profile) {
+    crate::transpose::set_line_tile_streaming(p.line_tile_stream);
     *current().write().unwrap_or_else(|p| p.into_inner()) = Some(p);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_tile_store_rule_survives_the_profile_file() {
+        let mut p = Profile::builtin(vec![10.0, 20.0]);
+        for rule in [Some(true), Some(false), None] {
+            p.line_tile_stream = rule;
+            let q = Profile::from_json(&p.to_json()).unwrap();
+            assert_eq!(q.line_tile_stream, rule);
+            assert_eq!(q, p);
+        }
+        // profiles stored before the rule existed read as "not measured"
+        let mut old: Value = serde_json::from_str(&p.to_json()).unwrap();
+        old.as_object_mut().unwrap().remove("line_tile_stream");
+        let r = Profile::from_json(&old.to_string()).unwrap();
+        assert_eq!(r.line_tile_stream, None);
+    }
 }

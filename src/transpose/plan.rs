@@ -4,6 +4,7 @@
 //! optional measured tuning within a time budget, and execution on rayon.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -46,14 +47,59 @@ pub struct TransposeOptions {
     /// Force the macro-tile edge in elements (a multiple of the micro-tile width).
     pub block: Option<usize>,
     /// Force non-temporal stores on (`Some(true)`) or off; `None`: on for `beta == 0` and
-    /// outputs of at least [`STREAM_MIN_BYTES`], except tiles that read one cache line per A
-    /// row into scattered B rows (see [`TransposePlan::streams`]).
+    /// outputs of at least [`STREAM_MIN_BYTES`], tiles that read one cache line per A row as
+    /// the host's rule says ([`line_tile_streaming`]; see [`TransposePlan::streams`]).
     pub streaming: Option<bool>,
 }
 
 /// Outputs at least this large are written with non-temporal stores when `beta == 0`
 /// (they would not stay in cache anyway, and streaming skips reading them first).
 pub const STREAM_MIN_BYTES: usize = 16 << 20;
+
+/// This process's store rule for one-line-run tiles: 0 = not set (the built-in default),
+/// 1 = stream, 2 = ordinary stores.
+static LINE_TILE_STORES: AtomicU8 = AtomicU8::new(0);
+
+/// Sets how tiles whose A rows are a single cache line long (e.g. 16 f32, the 16^6
+/// permutation set's tiles) store by default when `beta == 0`: `Some(true)` streams them,
+/// `Some(false)` uses ordinary stores, `None` restores the built-in default (see
+/// [`line_tile_streaming`]). Hosts disagree here, so the calibration measures it
+/// (`ttgt calibrate`) and loading a profile ([`crate::model::profile`],
+/// [`crate::model::set_profile`]) sets it. Plans made afterwards follow the new rule; plans
+/// already made keep theirs.
+///
+/// ```
+/// use ttgt::transpose::{line_tile_streaming, set_line_tile_streaming};
+/// set_line_tile_streaming(Some(false));
+/// assert!(!line_tile_streaming());
+/// set_line_tile_streaming(None); // back to the built-in default
+/// ```
+pub fn set_line_tile_streaming(stream: Option<bool>) {
+    let v = match stream {
+        None => 0,
+        Some(true) => 1,
+        Some(false) => 2,
+    };
+    LINE_TILE_STORES.store(v, Ordering::Relaxed);
+}
+
+/// Whether one-line-run tiles stream by default (see [`set_line_tile_streaming`]). Without
+/// a setting: on AVX-512 CPUs yes, else no. That is what was measured on the two hosts this
+/// was decided on (16^6 f32, all 720 permutations, both store kinds alternated): on a Zen 5
+/// (AVX-512) host streaming ran 1.23x faster at one thread and 1.36x at two (geomean over
+/// the one-line-run tiles' classes 1.14–1.95x), on an AVX2 host ordinary stores ran 5–25 %
+/// faster except where B rows are adjacent and A rows far apart.
+///
+/// ```
+/// let _default: bool = ttgt::transpose::line_tile_streaming();
+/// ```
+pub fn line_tile_streaming() -> bool {
+    match LINE_TILE_STORES.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => Isa::detect() == Isa::Avx512,
+    }
+}
 
 /// What a loop of the plan walks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -134,6 +180,8 @@ pub struct TransposePlan {
     /// The loop nest used when the execution streams its stores (A-stride order), if it
     /// differs from `loops`.
     stream_loops: Option<Vec<Loop>>,
+    /// Whether one-line-run tiles stream by default ([`line_tile_streaming`] when planned).
+    line_stream: bool,
     /// For short rows: a loop folded into each unit (several rows per kernel call).
     row_batch: Option<Dim>,
 }
@@ -248,6 +296,7 @@ impl TransposePlan {
             tasks: 1,
             streaming: options.streaming,
             stream_loops: None,
+            line_stream: line_tile_streaming(),
             row_batch: None,
         };
         plan.build(0.5, options.block.map(|b| (b, b)), false);
@@ -406,9 +455,9 @@ impl TransposePlan {
 
     /// Whether an execution uses non-temporal stores: only when B is overwritten
     /// (`beta == 0`), is larger than [`STREAM_MIN_BYTES`] (or as forced by
-    /// [`TransposeOptions::streaming`]), and the kernel is a SIMD tile or a row copy; by
-    /// default not for tiles whose A rows are a single cache line long and whose B rows are
-    /// not adjacent (measured faster with ordinary stores).
+    /// [`TransposeOptions::streaming`]), and the kernel is a SIMD tile or a row copy; tiles
+    /// whose A rows are a single cache line long stream as the host's rule said when the plan
+    /// was made ([`line_tile_streaming`]).
     pub fn streams(&self, beta_zero: bool) -> bool {
         let simd = matches!(
             self.kernel,
@@ -423,14 +472,15 @@ impl TransposePlan {
     }
 
     /// The default store choice for `beta == 0`: stream outputs of at least
-    /// [`STREAM_MIN_BYTES`], except tiles whose A-side run is a single cache line (e.g. 16
-    /// f32), unless their B rows are adjacent (one contiguous write per unit) and their A rows
-    /// at least 256 KiB apart. On the AVX2 host's 720-permutation set (16^6 f32, streamed and
-    /// ordinary stores alternated in one run, twice) ordinary stores were 5–25 % faster on
-    /// one-line-run tiles with scattered B rows (geomean per B-row distance; up to 1.7x on
-    /// single cases) and on adjacent B rows read from nearby A rows (1.05–1.3x), while
-    /// adjacent B rows read from A rows 256 KiB and more apart streamed 1.3–1.6x faster.
-    /// Longer A runs (the TTC set: 128 B and up) favour streaming by 1.5–4x.
+    /// [`STREAM_MIN_BYTES`]; tiles whose A-side run is a single cache line (e.g. 16 f32) as
+    /// the host's rule says ([`line_tile_streaming`]), except that those whose B rows are
+    /// adjacent (one contiguous write per unit) and A rows at least 256 KiB apart always
+    /// stream. On the AVX2 host's 720-permutation set (16^6 f32, streamed and ordinary stores
+    /// alternated in one run, twice) ordinary stores were 5–25 % faster on the other
+    /// one-line-run tiles (geomean per B-row distance; up to 1.7x on single cases), while
+    /// adjacent B rows read from A rows 256 KiB and more apart streamed 1.3–1.6x faster; on
+    /// the Zen 5 host streaming won in every class. Longer A runs (the TTC set: 128 B and up)
+    /// favour streaming by 1.5–4x on both.
     fn streams_by_default(&self) -> bool {
         let es = self.dtype.size_bytes();
         let big = self.norm.elements() * es >= STREAM_MIN_BYTES;
@@ -438,7 +488,7 @@ impl TransposePlan {
             KernelKind::Tile { i, j, .. } => {
                 let adjacent_b = i.sb.unsigned_abs() * es == 64;
                 let far_a = j.sa.unsigned_abs() * es >= 256 << 10;
-                i.n * es <= 64 && !(adjacent_b && far_a)
+                i.n * es <= 64 && !(adjacent_b && far_a) && !self.line_stream
             }
             KernelKind::Rows { .. } => false,
         };

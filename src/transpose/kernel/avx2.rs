@@ -359,11 +359,36 @@ pub(crate) unsafe fn e_c64<const M: u8>(
     }
 }
 
+/// Copies `n` (< 32) bytes with ordinary stores.
+///
+/// # Safety
+/// `src[..n]` is readable, `dst[..n]` writable, and they do not overlap.
+#[inline(always)]
+unsafe fn short_copy(src: *const u8, dst: *mut u8, n: usize) {
+    std::ptr::copy_nonoverlapping(src, dst, n);
+}
+
+/// The 32 bytes made of `n` (< 32) bytes at `a` followed by `32 - n` bytes at `b`.
+///
+/// # Safety
+/// The CPU has AVX; `a[..n]` and `b[..32 - n]` are readable.
+#[inline(always)]
+unsafe fn join_block(a: *const u8, n: usize, b: *const u8) -> __m256i {
+    #[repr(align(32))]
+    struct Block([u8; 32]);
+    let mut tmp = Block([0; 32]);
+    let t = tmp.0.as_mut_ptr();
+    std::ptr::copy_nonoverlapping(a, t, n);
+    std::ptr::copy_nonoverlapping(b, t.add(n), 32 - n);
+    _mm256_load_si256(t as *const __m256i)
+}
+
 super::streaming_copies_for!(
     "avx2",
     32,
     __m256i,
-    _mm256_load_si256,
     _mm256_loadu_si256,
-    _mm256_stream_si256
+    _mm256_stream_si256,
+    short_copy,
+    join_block
 );

@@ -340,11 +340,47 @@ edge_kernel!(
     |n: usize| low8(2 * n), |n: usize| low8(2 * n); 0, 1, 2, 3
 );
 
+/// Copies `n` (< 64) bytes with ordinary stores.
+///
+/// # Safety
+/// `src[..n]` is readable, `dst[..n]` writable, and they do not overlap.
+#[inline(always)]
+unsafe fn short_copy(src: *const u8, dst: *mut u8, n: usize) {
+    std::ptr::copy_nonoverlapping(src, dst, n);
+}
+
+/// The 64 bytes made of `n` (0 < n < 64, a multiple of 4: every element size is) bytes at
+/// `a` followed by `64 - n` bytes at `b`: two unaligned loads, of the 64 bytes ending at
+/// `a + n` and of the 64 bytes from `b`, joined by one lane shift (`valignd`). Masked loads
+/// that start before `b` instead measured 1.3–1.9x slower on rows of one to four lines
+/// (Zen 5), and a scratch block composed by two byte copies 1.2x slower.
+///
+/// # Safety
+/// The CPU has AVX-512F; `a + n - 64 .. a + n` and `b .. b + 64` are readable.
+#[target_feature(enable = "avx512f")]
+unsafe fn join_block(a: *const u8, n: usize, b: *const u8) -> __m512i {
+    debug_assert!(n > 0 && n < 64 && n.is_multiple_of(4));
+    let lo = _mm512_loadu_si512(a.add(n).sub(64) as *const __m512i);
+    let hi = _mm512_loadu_si512(b as *const __m512i);
+    // The concatenation hi:lo shifted right by 16 - n/4 dwords: lo's last n/4 dwords (the
+    // bytes of `a`), then hi's first ones.
+    macro_rules! shift {
+        ($($q:literal),*) => {
+            match n / 4 {
+                $($q => _mm512_alignr_epi32::<{ 16 - $q }>(hi, lo),)*
+                _ => unreachable!("a partial block is 1 to 15 dwords"),
+            }
+        };
+    }
+    shift!(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+}
+
 super::streaming_copies_for!(
     "avx512f",
     64,
     __m512i,
-    _mm512_load_si512,
     _mm512_loadu_si512,
-    _mm512_stream_si512
+    _mm512_stream_si512,
+    short_copy,
+    join_block
 );

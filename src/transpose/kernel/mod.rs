@@ -446,7 +446,9 @@ pub(crate) fn stream_copy(isa: Isa) -> Option<unsafe fn(*const u8, *mut u8, usiz
 }
 
 /// Defines the streaming copies of one ISA, whose non-temporal stores write `$line`-byte
-/// blocks: `stream_copy` (one range: streamed whole blocks, ordinary moves for the partial
+/// blocks (`$short(src, dst, n)` copies `n < $line` bytes with ordinary stores; `$join(a, n,
+/// b)` loads one block made of `0 < n < $line` bytes at `a` followed by `$line - n` at `b`,
+/// and may read the `$line` bytes ending at `a + n`): `stream_copy` (one range: streamed whole blocks, ordinary moves for the partial
 /// ones at either end) and `stream_rows` (a batch of rows: rows whose destination is
 /// block-aligned and whose length is whole blocks streamed, the others copied; or rows
 /// with seams, below).
@@ -459,7 +461,7 @@ pub(crate) fn stream_copy(isa: Isa) -> Option<unsafe fn(*const u8, *mut u8, usiz
 /// row's tail is copied; the row's head, up to its first whole block, is skipped when
 /// `skip` (its predecessor's seam wrote it), else copied.
 macro_rules! streaming_copies_for {
-    ($feature:literal, $line:literal, $vec:ty, $load:ident, $loadu:ident, $stream:ident) => {
+    ($feature:literal, $line:literal, $vec:ty, $loadu:ident, $stream:ident, $short:path, $join:path) => {
         /// Copies `bytes` bytes from `src` to `dst` with non-temporal stores for every
         /// block of `dst` that the range covers whole (see `streaming_copies_for!`).
         ///
@@ -469,14 +471,14 @@ macro_rules! streaming_copies_for {
         #[target_feature(enable = $feature)]
         pub(crate) unsafe fn stream_copy(src: *const u8, dst: *mut u8, bytes: usize) {
             let head = (($line - (dst as usize) % $line) % $line).min(bytes);
-            std::ptr::copy_nonoverlapping(src, dst, head);
+            $short(src, dst, head);
             let mut k = head;
             while k + $line <= bytes {
                 let v = $loadu(src.add(k) as *const $vec);
                 $stream(dst.add(k) as *mut $vec, v);
                 k += $line;
             }
-            std::ptr::copy_nonoverlapping(src.add(k), dst.add(k), bytes - k);
+            $short(src.add(k), dst.add(k), bytes - k);
         }
 
         /// Copies `count` rows of `bytes` bytes, row `r` from `src + r*sa` to `dst + r*sb`
@@ -496,8 +498,6 @@ macro_rules! streaming_copies_for {
             bytes: usize,
             seam: Option<super::RowSeam>,
         ) {
-            #[repr(align(64))]
-            struct Block([u8; 64]);
             for r in 0..count as isize {
                 let (s, d) = (src.offset(r * sa), dst.offset(r * sb));
                 let Some(seam) = seam else {
@@ -510,20 +510,23 @@ macro_rules! streaming_copies_for {
                 };
                 let head = (($line - d as usize % $line) % $line).min(bytes);
                 if !seam.skip {
-                    std::ptr::copy_nonoverlapping(s, d, head);
+                    $short(s, d, head);
                 }
-                // The whole blocks (aligned: `stream_copy` has no partial ones here).
-                let k = head + (bytes - head) / $line * $line;
-                stream_copy(s.add(head), d.add(head), k - head);
+                // The whole blocks, streamed (`d + head` is block-aligned).
+                let mut k = head;
+                while k + $line <= bytes {
+                    $stream(d.add(k) as *mut $vec, $loadu(s.add(k) as *const $vec));
+                    k += $line;
+                }
                 let tail = bytes - k;
                 if tail > 0 && seam.succ {
-                    let mut tmp = Block([0; 64]);
-                    let t = tmp.0.as_mut_ptr();
-                    std::ptr::copy_nonoverlapping(s.add(k), t, tail);
-                    std::ptr::copy_nonoverlapping(s.offset(seam.next), t.add(tail), $line - tail);
-                    $stream(d.add(k) as *mut $vec, $load(t as *const $vec));
+                    // The row's tail and its successor's head, one aligned block.
+                    $stream(
+                        d.add(k) as *mut $vec,
+                        $join(s.add(k), tail, s.offset(seam.next)),
+                    );
                 } else {
-                    std::ptr::copy_nonoverlapping(s.add(k), d.add(k), tail);
+                    $short(s.add(k), d.add(k), tail);
                 }
             }
         }
@@ -635,6 +638,82 @@ mod tests {
         (8, 9),
         (2, 35),
     ];
+
+    /// The batched streaming row copy with seams, on every SIMD level of this CPU: rows of
+    /// one to four blocks whose destinations start every 4-byte offset into a block, each
+    /// followed in memory by its successor, sources with gaps between the rows; every byte
+    /// of every row lands where a plain copy puts it and nothing outside the rows is touched.
+    #[test]
+    fn seam_rows_match_a_plain_copy() {
+        for isa in Isa::available() {
+            let (Some(rows), line) = (stream_rows(isa), stream_block(isa)) else {
+                continue;
+            };
+            for blocks in 1..=4 {
+                let bytes = blocks * line;
+                for mis in (4..line).step_by(4) {
+                    let count = 5;
+                    // Source rows `bytes + 36` apart (the gap marks stray reads as wrong data).
+                    let sa = bytes + 36;
+                    let src: Vec<u8> = (0..sa * (count + 1)).map(|x| (x * 7 % 251) as u8).collect();
+                    let mut dst = vec![0xAAu8; bytes * (count + 1) + 3 * line];
+                    let base = (line - dst.as_ptr() as usize % line) % line + line + mis;
+                    // Rows 0..count: the first copies its head, the last writes no seam.
+                    let seam = |skip, succ| RowSeam {
+                        next: sa as isize,
+                        skip,
+                        succ,
+                    };
+                    // SAFETY: rows lie inside `src` and `dst`; with `succ`, the successor row
+                    // (source `sa` bytes on, destination right after) exists and is ours.
+                    unsafe {
+                        let (s, d) = (src.as_ptr(), dst.as_mut_ptr().add(base));
+                        rows(
+                            s,
+                            sa as isize,
+                            d,
+                            bytes as isize,
+                            1,
+                            bytes,
+                            Some(seam(false, true)),
+                        );
+                        rows(
+                            s.add(sa),
+                            sa as isize,
+                            d.add(bytes),
+                            bytes as isize,
+                            count - 2,
+                            bytes,
+                            Some(seam(true, true)),
+                        );
+                        let last = count - 1;
+                        rows(
+                            s.add(last * sa),
+                            sa as isize,
+                            d.add(last * bytes),
+                            bytes as isize,
+                            1,
+                            bytes,
+                            Some(seam(true, false)),
+                        );
+                    }
+                    store_fence();
+                    for r in 0..count {
+                        assert_eq!(
+                            &dst[base + r * bytes..base + (r + 1) * bytes],
+                            &src[r * sa..r * sa + bytes],
+                            "{isa:?} {blocks} blocks, {mis} bytes in, row {r}"
+                        );
+                    }
+                    assert!(dst[..base].iter().all(|&x| x == 0xAA), "{isa:?} before");
+                    assert!(
+                        dst[base + count * bytes..].iter().all(|&x| x == 0xAA),
+                        "{isa:?} {blocks} blocks, {mis} bytes in: after"
+                    );
+                }
+            }
+        }
+    }
 
     /// Every micro-kernel against the scalar tile, on a tile of `ni`×`nj` (remainders go to the
     /// edge micro-kernels); `ldb` of 64 elements makes the non-temporal variants run too, from

@@ -229,14 +229,15 @@ fn line_tile_perms(step: usize) -> Result<Vec<Vec<usize>>> {
     let mut perm: Vec<usize> = (0..6).collect();
     loop {
         let plan = TransposePlan::new(&perm, &la, &la, DType::F32, &TransposeOptions::default())?;
-        if let crate::transpose::KernelKind::Tile { i, j, simd: true } = plan.kernel() {
-            let always = i.sb.unsigned_abs() == 16 && j.sa.unsigned_abs() * 4 >= 256 << 10;
-            if i.n == 16 && !always {
-                if k % step.max(1) == 0 {
-                    out.push(perm.clone());
-                }
-                k += 1;
+        let simd = matches!(
+            plan.kernel(),
+            crate::transpose::KernelKind::Tile { simd: true, .. }
+        );
+        if simd && plan.one_line_tile() == Some(false) {
+            if k % step.max(1) == 0 {
+                out.push(perm.clone());
             }
+            k += 1;
         }
         // next permutation in lexicographic order
         let Some(p) = (0..5).rev().find(|&p| perm[p] < perm[p + 1]) else {

@@ -484,15 +484,25 @@ impl TransposePlan {
     fn streams_by_default(&self) -> bool {
         let es = self.dtype.size_bytes();
         let big = self.norm.elements() * es >= STREAM_MIN_BYTES;
-        let plain = match self.kernel {
-            KernelKind::Tile { i, j, .. } => {
+        // one-line-run tiles that the host's rule decides (not those that always stream)
+        let plain = self.one_line_tile() == Some(false) && !self.line_stream;
+        big && !plain
+    }
+
+    /// For a tile whose A rows are at most one cache line long (a one-line-run tile, e.g. 16
+    /// f32): whether it streams under every store rule, i.e. its B rows are adjacent (one
+    /// contiguous write per unit) and its A rows at least 256 KiB apart
+    /// ([`Self::streams_by_default`]). `None` for every other kernel.
+    pub(crate) fn one_line_tile(&self) -> Option<bool> {
+        let es = self.dtype.size_bytes();
+        match self.kernel {
+            KernelKind::Tile { i, j, .. } if i.n * es <= 64 => {
                 let adjacent_b = i.sb.unsigned_abs() * es == 64;
                 let far_a = j.sa.unsigned_abs() * es >= 256 << 10;
-                i.n * es <= 64 && !(adjacent_b && far_a) && !self.line_stream
+                Some(adjacent_b && far_a)
             }
-            KernelKind::Rows { .. } => false,
-        };
-        big && !plain
+            _ => None,
+        }
     }
 
     /// The macro-kernel chosen.

@@ -359,15 +359,6 @@ pub(crate) unsafe fn e_c64<const M: u8>(
     }
 }
 
-/// Copies `n` (< 32) bytes with ordinary stores.
-///
-/// # Safety
-/// `src[..n]` is readable, `dst[..n]` writable, and they do not overlap.
-#[inline(always)]
-unsafe fn short_copy(src: *const u8, dst: *mut u8, n: usize) {
-    std::ptr::copy_nonoverlapping(src, dst, n);
-}
-
 /// The 32 bytes made of `n` (< 32) bytes at `a` followed by `32 - n` bytes at `b`.
 ///
 /// # Safety
@@ -389,6 +380,5 @@ super::streaming_copies_for!(
     __m256i,
     _mm256_loadu_si256,
     _mm256_stream_si256,
-    short_copy,
     join_block
 );

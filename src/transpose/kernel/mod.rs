@@ -446,10 +446,9 @@ pub(crate) fn stream_copy(isa: Isa) -> Option<unsafe fn(*const u8, *mut u8, usiz
 }
 
 /// Defines the streaming copies of one ISA, whose non-temporal stores write `$line`-byte
-/// blocks (`$short(src, dst, n)` copies `n < $line` bytes with ordinary stores; `$join(a, n,
-/// b)` loads one block made of `0 < n < $line` bytes at `a` followed by `$line - n` at `b`,
-/// and may read the `$line` bytes ending at `a + n`): `stream_copy` (one range: streamed whole blocks, ordinary moves for the partial
-/// ones at either end) and `stream_rows` (a batch of rows: rows whose destination is
+/// blocks (`$join(a, n, b)` loads one block made of `0 < n < $line` bytes at `a` followed by
+/// `$line - n` at `b`, and may read the `$line` bytes ending at `a + n`): `stream_copy` (one
+/// range: streamed whole blocks, ordinary moves for the partial ones at either end) and `stream_rows` (a batch of rows: rows whose destination is
 /// block-aligned and whose length is whole blocks streamed, the others copied; or rows
 /// with seams, below).
 ///
@@ -461,7 +460,7 @@ pub(crate) fn stream_copy(isa: Isa) -> Option<unsafe fn(*const u8, *mut u8, usiz
 /// row's tail is copied; the row's head, up to its first whole block, is skipped when
 /// `skip` (its predecessor's seam wrote it), else copied.
 macro_rules! streaming_copies_for {
-    ($feature:literal, $line:literal, $vec:ty, $loadu:ident, $stream:ident, $short:path, $join:path) => {
+    ($feature:literal, $line:literal, $vec:ty, $loadu:ident, $stream:ident, $join:path) => {
         /// Copies `bytes` bytes from `src` to `dst` with non-temporal stores for every
         /// block of `dst` that the range covers whole (see `streaming_copies_for!`).
         ///
@@ -471,14 +470,25 @@ macro_rules! streaming_copies_for {
         #[target_feature(enable = $feature)]
         pub(crate) unsafe fn stream_copy(src: *const u8, dst: *mut u8, bytes: usize) {
             let head = (($line - (dst as usize) % $line) % $line).min(bytes);
-            $short(src, dst, head);
-            let mut k = head;
+            std::ptr::copy_nonoverlapping(src, dst, head);
+            let k = stream_blocks(src, dst, head, bytes);
+            std::ptr::copy_nonoverlapping(src.add(k), dst.add(k), bytes - k);
+        }
+
+        /// Streams the whole blocks of bytes `[from, bytes)` from `src` to `dst` and returns
+        /// where they end (the partial block after them, if any, is left to the caller).
+        ///
+        /// # Safety
+        /// As `stream_copy` for those bytes, and `dst + from` is block-aligned.
+        #[inline]
+        #[target_feature(enable = $feature)]
+        unsafe fn stream_blocks(src: *const u8, dst: *mut u8, from: usize, bytes: usize) -> usize {
+            let mut k = from;
             while k + $line <= bytes {
-                let v = $loadu(src.add(k) as *const $vec);
-                $stream(dst.add(k) as *mut $vec, v);
+                $stream(dst.add(k) as *mut $vec, $loadu(src.add(k) as *const $vec));
                 k += $line;
             }
-            $short(src.add(k), dst.add(k), bytes - k);
+            k
         }
 
         /// Copies `count` rows of `bytes` bytes, row `r` from `src + r*sa` to `dst + r*sb`
@@ -510,14 +520,9 @@ macro_rules! streaming_copies_for {
                 };
                 let head = (($line - d as usize % $line) % $line).min(bytes);
                 if !seam.skip {
-                    $short(s, d, head);
+                    std::ptr::copy_nonoverlapping(s, d, head);
                 }
-                // The whole blocks, streamed (`d + head` is block-aligned).
-                let mut k = head;
-                while k + $line <= bytes {
-                    $stream(d.add(k) as *mut $vec, $loadu(s.add(k) as *const $vec));
-                    k += $line;
-                }
+                let k = stream_blocks(s, d, head, bytes);
                 let tail = bytes - k;
                 if tail > 0 && seam.succ {
                     // The row's tail and its successor's head, one aligned block.
@@ -526,7 +531,7 @@ macro_rules! streaming_copies_for {
                         $join(s.add(k), tail, s.offset(seam.next)),
                     );
                 } else {
-                    $short(s.add(k), d.add(k), tail);
+                    std::ptr::copy_nonoverlapping(s.add(k), d.add(k), tail);
                 }
             }
         }

@@ -292,10 +292,10 @@ fn misaligned_case<T: Element>(dims: &[usize], perm: &[usize], opts: &TransposeO
 
 #[test]
 fn streamed_tiles_into_misaligned_outputs() {
-    // The four after the first four have B rows of whole lines that follow each other in
+    // The six after the first four have B rows of whole lines that follow each other in
     // memory along the tile's rows (`[1, 0]`) or along an outer dimension (seams,
     // `kernel::Seam`, along the latter).
-    let shapes: [(&[usize], &[usize]); 11] = [
+    let shapes: [(&[usize], &[usize]); 13] = [
         (&[37, 53], &[1, 0]),
         (&[48, 5, 3, 48], &[3, 1, 2, 0]),
         (&[16, 40, 9], &[2, 0, 1]),
@@ -304,6 +304,10 @@ fn streamed_tiles_into_misaligned_outputs() {
         (&[32, 133], &[1, 0]),
         (&[32, 5, 70], &[2, 1, 0]),
         (&[3, 48, 4, 5, 48], &[4, 0, 3, 2, 1]),
+        // B rows of 8 and 16 elements: one line of f64 (rows that are all head and tail)
+        // or of f32, two or four of the complex types.
+        (&[8, 5, 3, 40], &[3, 1, 2, 0]),
+        (&[16, 5, 3, 40], &[3, 1, 2, 0]),
         // Row copies (A and B share their stride-1 dim): rows of whole lines (seams along an
         // outer dimension in plain copies) or not.
         (&[5, 7, 48], &[1, 0, 2]),

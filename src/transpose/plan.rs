@@ -180,6 +180,8 @@ pub struct TransposePlan {
     /// The loop nest used when the execution streams its stores (A-stride order), if it
     /// differs from `loops`.
     stream_loops: Option<Vec<Loop>>,
+    /// The B-side block extent of tiles under `stream_loops` (may be wider than `block_j`).
+    stream_block_j: usize,
     /// Whether one-line-run tiles stream by default ([`line_tile_streaming`] when planned).
     line_stream: bool,
     /// For short rows: a loop folded into each unit (several rows per kernel call).
@@ -291,6 +293,7 @@ impl TransposePlan {
             loops: Vec::new(),
             block: 1,
             block_j: 1,
+            stream_block_j: 1,
             isa,
             threads,
             tasks: 1,
@@ -427,12 +430,54 @@ impl TransposePlan {
                 self.stream_loops = Some(loops);
             }
         }
+        self.stream_block_j = self.block_j;
+        if block.is_none() {
+            self.widen_streamed_blocks();
+        }
         let units: usize = self.loops.iter().map(|l| l.count).product();
         self.tasks = if self.threads == 1 || self.norm.is_empty() {
             1
         } else {
             units.min(self.threads * 8).max(1)
         };
+    }
+
+    /// Widens the B-side blocks of streamed tiles from one line of each B row to two
+    /// (f64 and Complex32: 16 A rows, Complex64: 8) when the B-side block loop is the
+    /// outermost loop and other loops run inside it. One-line blocks then write B a line
+    /// per row and visit, with the row's next line written a whole pass of the inner loops
+    /// later; two adjacent lines per visit ran 1.5-2x faster (TTC, 1 thread, every such
+    /// case: f64 ttc-10 0.54 -> 0.99 of copy, ttc-41 0.45 -> 0.80; Complex64 ttc-37
+    /// 0.41 -> 0.81). Not elsewhere: widened blocks with the block loop in the middle of
+    /// the nest (f64 ttc-46/-51/-52) or next to the tile (ttc-37) ran up to 2x slower, and
+    /// f32, whose one line is already 16 A rows, ran slower at two lines everywhere.
+    /// AVX-512 only: with the AVX2 kernels the rule ran mixed (ttc-56 2.6-2.9x faster,
+    /// ttc-42 2x slower).
+    fn widen_streamed_blocks(&mut self) {
+        let (Some(loops), KernelKind::Tile { j, simd: true, .. }, Isa::Avx512) =
+            (self.stream_loops.as_mut(), self.kernel, self.isa)
+        else {
+            return;
+        };
+        let w = self.isa.width(self.dtype);
+        let wide = (128 / self.dtype.size_bytes()).div_ceil(w) * w;
+        // The block loop outermost, with other loops inside it.
+        let mut big = loops
+            .iter()
+            .filter(|l| l.count > 1 && l.role != Role::BlockI);
+        let outermost = big.next().is_some_and(|l| l.role == Role::BlockJ);
+        if wide <= self.block_j || wide > 16 || !outermost || big.next().is_none() {
+            return;
+        }
+        if let Some(l) = loops.iter_mut().find(|l| l.role == Role::BlockJ) {
+            *l = Loop {
+                count: j.n.div_ceil(wide),
+                sa: j.sa * wide as isize,
+                sb: j.sb * wide as isize,
+                role: Role::BlockJ,
+            };
+            self.stream_block_j = wide;
+        }
     }
 
     /// Whether streaming stores can apply to every micro-tile row: a SIMD tile whose B rows
@@ -525,10 +570,19 @@ impl TransposePlan {
         self.block
     }
 
-    /// Macro-tile extents `(along A's stride-1 dim, along B's)` for tiles; `(chunk, 1)` for
+    /// Macro-tile extents `(along A's stride-1 dim, along B's)` for tiles, as an execution
+    /// with `beta == 0` uses them (streamed tiles may be wider along B); `(chunk, 1)` for
     /// rows.
     pub fn blocks(&self) -> (usize, usize) {
-        (self.block, self.block_j)
+        (self.block, self.block_j_of(self.streams(true)))
+    }
+
+    /// The B-side block extent of an execution that streams its stores or not.
+    fn block_j_of(&self, stream: bool) -> usize {
+        match (&self.stream_loops, stream) {
+            (Some(_), true) => self.stream_block_j,
+            _ => self.block_j,
+        }
     }
 
     /// Element type.
@@ -569,6 +623,14 @@ impl TransposePlan {
                 self.block,
                 self.block_j
             ),
+        };
+        let kernel = if self.stream_block_j != self.block_j && self.streams(true) {
+            format!(
+                "{kernel}, streamed block {}x{}",
+                self.block, self.stream_block_j
+            )
+        } else {
+            kernel
         };
         let show = |ls: &[Loop]| {
             ls.iter()
@@ -655,12 +717,24 @@ impl TransposePlan {
             (Some(l), true) => l,
             _ => &self.loops,
         };
+        let bj = self.block_j_of(stream);
         let shifted: Vec<Loop>;
         let loops = match (head, self.kernel) {
             (h, KernelKind::Tile { j, .. }) if h > 0 => {
                 // Blocks along B's stride-1 dim: [0, head + bj), then `bj` wide from
-                // `head + bj` on.
-                let count = (j.n - head).div_ceil(self.block_j).max(1);
+                // `head + bj` on, the last one up to the end. A last block narrower than a
+                // micro-tile joins the one before it, so that the partial line at a row's
+                // end (a seam's tail) is in a block with whole micro-tiles before it. (All
+                // remainders joined ran slower: TTC f64 ttc-40, 1 thread, streamed blocks of
+                // 16 into a B 16 bytes past a line, 27 -> 45 ms.)
+                let w = micro.as_ref().map_or(1, |m| m.w);
+                let rem = (j.n - head) % bj;
+                let count = (j.n - head).div_ceil(bj).max(1);
+                let count = if rem > 0 && rem < w && count > 1 {
+                    count - 1
+                } else {
+                    count
+                };
                 shifted = loops
                     .iter()
                     .map(|l| match l.role {
@@ -674,7 +748,7 @@ impl TransposePlan {
         };
         let seam = match (micro.as_ref(), self.kernel) {
             (Some(m), KernelKind::Tile { i, j, .. }) if stream && head > 0 => {
-                self.seam_plan(loops, m, (i, j), b as usize % 64, head)
+                self.seam_plan(loops, m, (i, j, bj), b as usize % 64, head)
             }
             (_, KernelKind::Rows { n }) if stream && sc.mode == kernel::COPY => {
                 self.row_seam_plan(loops, n, b as usize % 64)
@@ -684,7 +758,7 @@ impl TransposePlan {
         let units: usize = loops.iter().map(|l| l.count).product();
         let run = |s: usize, e: usize| {
             // SAFETY: see `run_range`; callers pass disjoint unit ranges.
-            unsafe { self.run_range(loops, p, s, e, &sc, micro.as_ref(), stream, head, seam) };
+            unsafe { self.run_range(loops, bj, p, s, e, &sc, micro.as_ref(), stream, head, seam) };
             if stream {
                 kernel::store_fence();
             }
@@ -734,7 +808,7 @@ impl TransposePlan {
         &self,
         loops: &[Loop],
         m: &kernel::Micro,
-        (i, j): (Dim, Dim),
+        (i, j, bj): (Dim, Dim, usize),
         mis: usize,
         head: usize,
     ) -> Option<SeamPlan> {
@@ -750,10 +824,10 @@ impl TransposePlan {
             && i.sa == 1
             && i.sb != row
             && (j.n * es).is_multiple_of(64)
-            && (self.block_j * es).is_multiple_of(64)
+            && (bj * es).is_multiple_of(64)
             && hn > 0
             && hn.is_multiple_of(es)
-            && (head + self.block_j).min(j.n) >= hn / es + m.w;
+            && (head + bj).min(j.n) >= m.w;
         if !ok {
             return None;
         }
@@ -789,18 +863,19 @@ impl TransposePlan {
 
     /// Executes units `s..e` of the loop nest (last loop fastest). With `head > 0` (tiles
     /// only), B-side block 0 covers columns `[0, head + bj)` and block `J > 0` covers
-    /// `[head + J·bj, head + (J+1)·bj)`, clipped to the extent; the caller sized the block
-    /// loop's count for that.
+    /// `[head + J·bj, head + (J+1)·bj)`; the last block ends at the extent (the caller sized
+    /// the block loop's count for that).
     ///
     /// # Safety
     /// `p` points at A and B of the planned layouts; B is exclusively ours for these units.
     /// Every unit's offsets are those of in-bounds indices: loops walk whole dimensions, and
     /// block/chunk loops clip their last tile to the extent (with a head, block `J > 0`
-    /// starts at `head + J·bj < n` because the count is `ceil((n - head) / bj)`).
+    /// starts at `head + J·bj < n` because the count is at most `ceil((n - head) / bj)`).
     #[allow(clippy::too_many_arguments)] // the loop nest, the data, the range and the kernels
     unsafe fn run_range<T: Element>(
         &self,
         loops: &[Loop],
+        bj: usize,
         p: Ptrs<T>,
         s: usize,
         e: usize,
@@ -895,7 +970,6 @@ impl TransposePlan {
                 }
                 KernelKind::Tile { i, j, .. } => {
                     let ni = pi.map_or(1, |k| b.min(i.n - idx[k] * b));
-                    let bj = self.block_j;
                     // Block `jb` covers [start, end); blocks after the first are shifted by
                     // `head` from where the odometer put them (no shift without a head).
                     let (a0, b0, nj) = match pj {
@@ -906,7 +980,11 @@ impl TransposePlan {
                             } else {
                                 (head + jb * bj, head as isize)
                             };
-                            let end = (head + (jb + 1) * bj).min(j.n);
+                            let end = if jb + 1 == loops[k].count {
+                                j.n
+                            } else {
+                                head + (jb + 1) * bj
+                            };
                             (
                                 a0.offset(shift * j.sa),
                                 b0.offset(shift * j.sb),
@@ -1001,7 +1079,9 @@ impl TransposePlan {
                         c.build(bias, options.block.map(|b| (b, b)).or(blk), swap);
                         if !candidates.iter().any(|x| {
                             x.loops == c.loops
-                                && x.block == c.block
+                                && x.stream_loops == c.stream_loops
+                                && (x.block, x.block_j, x.stream_block_j)
+                                    == (c.block, c.block_j, c.stream_block_j)
                                 && x.streams(true) == c.streams(true)
                         }) {
                             candidates.push(c);
@@ -1268,6 +1348,91 @@ mod tests {
         }
     }
 
+    /// Runs `plan` (an f64 transpose of row-major `dims` by `perm`) with `alpha` and
+    /// `beta = 0` into a row-major B that starts `off` elements past a cache line, inside a
+    /// NaN-filled buffer, and checks every element against the plain index map and that
+    /// nothing outside B was written.
+    fn run_into_offset_b(
+        plan: &TransposePlan,
+        a: &[f64],
+        dims: &[usize],
+        perm: &[usize],
+        alpha: f64,
+        off: usize,
+    ) {
+        let n = a.len();
+        let la = Layout::row_major(dims).unwrap();
+        let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+        let lb = Layout::row_major(&bd).unwrap();
+        let mut back = vec![f64::NAN; n + 16];
+        let first = (64 - back.as_ptr() as usize % 64) % 64 / 8 + off;
+        {
+            let av = StridedView::from_slice(a, la.clone(), 0).unwrap();
+            let mut bv = StridedViewMut::from_slice(&mut back[first..first + n], lb, 0).unwrap();
+            plan.execute(alpha, &av, 0.0, &mut bv).unwrap();
+        }
+        let sa = la.strides();
+        for (lin, got) in back[first..first + n].iter().enumerate() {
+            let (mut rem, mut src) = (lin, 0isize);
+            for k in (0..bd.len()).rev() {
+                src += (rem % bd[k]) as isize * sa[perm[k]];
+                rem /= bd[k];
+            }
+            assert_eq!(
+                *got,
+                alpha * a[src as usize],
+                "{dims:?} {perm:?} element {lin}"
+            );
+        }
+        assert!(back[..first]
+            .iter()
+            .chain(&back[first + n..])
+            .all(|x| x.is_nan()));
+    }
+
+    /// Streamed tiles whose B-side block loop is outermost take blocks of two lines of B
+    /// (16 f64 rows of A) instead of one, and stay exact at every B offset; where the block
+    /// loop is next to the tile, or stores are not streamed, the block stays one line.
+    #[test]
+    fn streamed_blocks_widen_when_their_loop_is_outermost() {
+        let cases: [(&[usize], &[usize], bool); 3] = [
+            (&[32, 5, 70], &[2, 1, 0], true),
+            (&[32, 5, 3, 24], &[3, 2, 1, 0], true),
+            (&[5, 70, 32], &[0, 2, 1], false),
+        ];
+        for isa in Isa::available() {
+            if isa == Isa::Scalar || cfg!(miri) {
+                continue;
+            }
+            let line = 64usize.div_ceil(isa.width(DType::F64) * 8) * isa.width(DType::F64);
+            for (dims, perm, widens) in cases {
+                let n: usize = dims.iter().product();
+                let a: Vec<f64> = (0..n).map(|x| (x * 13 % 1013) as f64 - 400.0).collect();
+                let la = Layout::row_major(dims).unwrap();
+                let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+                let lb = Layout::row_major(&bd).unwrap();
+                for streaming in [Some(true), Some(false)] {
+                    let opts = TransposeOptions {
+                        isa: Some(isa),
+                        streaming,
+                        threads: Some(1),
+                        ..Default::default()
+                    };
+                    let plan = TransposePlan::new(perm, &la, &lb, DType::F64, &opts).unwrap();
+                    let want = if widens && streaming == Some(true) && isa == Isa::Avx512 {
+                        16
+                    } else {
+                        line
+                    };
+                    assert_eq!(plan.blocks().1, want, "{dims:?} {isa:?} {streaming:?}");
+                    for off in [0, 2, 5] {
+                        run_into_offset_b(&plan, &a, dims, perm, 1.0, off);
+                    }
+                }
+            }
+        }
+    }
+
     /// Streamed tiles and row copies into a B that starts 16 bytes past a line, with rows of
     /// whole lines following each other along an outer dimension: the seam path runs (its
     /// line counter moves) and every element is right, on one and two threads, for a copy
@@ -1281,8 +1446,10 @@ mod tests {
             eprintln!("seams_join_the_rows_of_a_misaligned_b: SKIPPED (no SIMD level here)");
             return;
         }
-        let cases: [(&[usize], &[usize]); 5] = [
+        let cases: [(&[usize], &[usize]); 6] = [
             (&[16, 6, 40], &[2, 1, 0]),
+            // rows of one line: every line of B is a seam
+            (&[8, 6, 40], &[2, 1, 0]),
             (&[2, 16, 3, 4, 24], &[4, 0, 3, 2, 1]),
             (&[8, 4, 16, 24], &[1, 3, 0, 2]),
             // row copies
@@ -1304,16 +1471,8 @@ mod tests {
                 };
                 let plan = TransposePlan::new(perm, &la, &lb, DType::F64, &opts).unwrap();
                 for alpha in [1.0, -2.5] {
-                    let mut back = vec![f64::NAN; n + 16];
-                    let first = (64 - back.as_ptr() as usize % 64) % 64 / 8 + 2;
                     let before = kernel::SEAM_LINES.load(Ordering::Relaxed);
-                    {
-                        let av = StridedView::from_slice(&a, la.clone(), 0).unwrap();
-                        let mut bv =
-                            StridedViewMut::from_slice(&mut back[first..first + n], lb.clone(), 0)
-                                .unwrap();
-                        plan.execute(alpha, &av, 0.0, &mut bv).unwrap();
-                    }
+                    run_into_offset_b(&plan, &a, dims, perm, alpha, 2);
                     // Row copies take seams only for a plain copy (the streamed kind).
                     let rows = perm.last() == Some(&(dims.len() - 1));
                     if alpha == 1.0 || !rows {
@@ -1322,19 +1481,6 @@ mod tests {
                             "{dims:?}"
                         );
                     }
-                    let sa = la.strides();
-                    for (lin, got) in back[first..first + n].iter().enumerate() {
-                        let (mut rem, mut src) = (lin, 0isize);
-                        for k in (0..bd.len()).rev() {
-                            src += (rem % bd[k]) as isize * sa[perm[k]];
-                            rem /= bd[k];
-                        }
-                        assert_eq!(*got, alpha * a[src as usize], "{dims:?} element {lin}");
-                    }
-                    assert!(back[..first]
-                        .iter()
-                        .chain(&back[first + n..])
-                        .all(|x| x.is_nan()));
                 }
             }
         }

@@ -221,12 +221,87 @@ pub(crate) unsafe fn t_c64<const M: u8, const NT: bool>(
     al: f64,
     be: f64,
 ) {
-    let ld = |k: isize| _mm512_loadu_pd(a.offset(k * lda) as *const f64);
-    let r = tr4(rows!(ld; 0, 1, 2, 3));
-    for (i, v) in r.into_iter().enumerate() {
+    for (i, v) in tr4x4(a, lda).into_iter().enumerate() {
         store_pd::<M, NT>(b.offset(i as isize * ldb), v, al, be);
     }
 }
+
+// Seam micro-kernels (streamed stores only, so `M` is COPY or SCALE): the W×W transposes of
+// a row block's last W columns (at `a`) and of its successors' first W (at `next`), joined
+// lane-wise so that output row `i` is the last `tail` bytes of the first block's row `i`
+// followed by the first `64 - tail` bytes of the second's: the line where a B row ends and
+// its successor begins (see `super::Seam`), streamed to `b + i*ldb` (64-byte aligned).
+//
+// Safety: as the full kernels for both blocks, `0 < tail < 64` a multiple of 4, and every
+// `b + i*ldb` 64-byte aligned.
+
+/// Output row `i`: the last `q` dwords of `x` then the first `16 - q` of `y`, for the
+/// permute index `idx = [16 - q, 17 - q, ...]` ([`join_index`]).
+#[inline(always)]
+unsafe fn join_lanes(x: __m512i, y: __m512i, idx: __m512i) -> __m512i {
+    _mm512_permutex2var_epi32(x, idx, y)
+}
+
+/// The permute index of [`join_lanes`] for a tail of `tail` bytes.
+#[inline(always)]
+unsafe fn join_index(tail: usize) -> __m512i {
+    let q = (tail / 4) as i32;
+    _mm512_add_epi32(
+        _mm512_set1_epi32(16 - q),
+        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+    )
+}
+
+/// Defines a seam kernel: both blocks transposed by `$tr(pointer)` into `$n` rows of `$ty`,
+/// each output row joined by [`join_lanes`] (through the bit casts `$to` and `$from`) and
+/// streamed by `$store`.
+macro_rules! seam_kernel {
+    ($(#[$doc:meta])* $name:ident, $n:expr, $tr:expr, $to:ident, $from:ident, $store:ident) => {
+        $(#[$doc])*
+        #[target_feature(enable = "avx512f")]
+        #[allow(clippy::too_many_arguments)] // the micro-kernel's operands, successor and tail
+        pub(crate) unsafe fn $name<const M: u8>(
+            a: *const u8,
+            next: *const u8,
+            lda: isize,
+            b: *mut u8,
+            ldb: isize,
+            al: f64,
+            be: f64,
+            tail: usize,
+        ) {
+            let (x, y, idx) = ($tr(a, lda), $tr(next, lda), join_index(tail));
+            for i in 0..$n {
+                let v = join_lanes($to(x[i]), $to(y[i]), idx);
+                $store::<M, true>(b.offset(i as isize * ldb), $from(v), al, be);
+            }
+        }
+    };
+}
+
+/// 4×4 transpose of 16-byte units read from `a`.
+#[inline(always)]
+unsafe fn tr4x4(a: *const u8, lda: isize) -> [__m512d; 4] {
+    let ld = |k: isize| _mm512_loadu_pd(a.offset(k * lda) as *const f64);
+    tr4(rows!(ld; 0, 1, 2, 3))
+}
+
+seam_kernel!(
+    /// f32 seam, 16 rows.
+    s_f32, 16, tr16x4, _mm512_castps_si512, _mm512_castsi512_ps, store_ps
+);
+seam_kernel!(
+    /// f64 seam, 8 rows.
+    s_f64, 8, tr8x8, _mm512_castpd_si512, _mm512_castsi512_pd, store_pd
+);
+seam_kernel!(
+    /// Complex32 seam (8-byte units, f32 arithmetic), 8 rows.
+    s_c32, 8, tr8x8, _mm512_castpd_si512, _mm512_castsi512_ps, store_ps
+);
+seam_kernel!(
+    /// Complex64 seam (16-byte units, f64 arithmetic), 4 rows.
+    s_c64, 4, tr4x4, _mm512_castpd_si512, _mm512_castsi512_pd, store_pd
+);
 
 /// The low `n` lanes of a 16-lane mask (`n <= 16`).
 #[inline(always)]

@@ -103,6 +103,11 @@ pub(crate) type MicroFn = unsafe fn(*const u8, isize, *mut u8, isize, f64, f64);
 /// and stores that touch nothing outside that corner.
 pub(crate) type EdgeFn = unsafe fn(*const u8, isize, *mut u8, isize, f64, f64, usize, usize);
 
+/// A seam micro-kernel: `(a, next, lda, b, ldb, alpha, beta, tail)` transposes the `w×w`
+/// blocks at `a` and `next` and streams, to each aligned `b + i*ldb`, the line made of the
+/// last `tail` bytes of the first block's row `i` and the head of the second's.
+pub(crate) type SeamFn = unsafe fn(*const u8, *const u8, isize, *mut u8, isize, f64, f64, usize);
+
 /// A micro-kernel with its tile width, for `beta == 0` its non-temporal-store variant (used
 /// on destinations aligned to `align` bytes), its edge variant for the partial
 /// micro-tiles at a tile's right and bottom edges, and the ISA's streaming row copy (for
@@ -114,6 +119,8 @@ pub(crate) struct Micro {
     pub nt: Option<(MicroFn, usize)>,
     pub edge: EdgeFn,
     pub stream: Option<StreamRowsFn>,
+    /// The seam kernel, where the ISA has one (for streamed, i.e. `beta == 0`, modes).
+    pub seam: Option<SeamFn>,
 }
 
 /// Streamed rows of B that start inside a line and are followed in memory by the row of the
@@ -192,34 +199,46 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
     {
         macro_rules! pick {
             ($m:ident :: $f:ident, $e:ident) => {
+                pick!($m::$f, $e, |_| None)
+            };
+            ($m:ident :: $f:ident, $e:ident, $s:ident) => {
+                pick!($m::$f, $e, |mode| match mode {
+                    COPY => Some($m::$s::<COPY> as SeamFn),
+                    _ => Some($m::$s::<SCALE> as SeamFn),
+                })
+            };
+            ($m:ident :: $f:ident, $e:ident, $seam:expr) => {
                 match sc.mode {
                     COPY => (
                         $m::$f::<COPY, false> as MicroFn,
                         Some($m::$f::<COPY, true> as MicroFn),
                         $m::$e::<COPY> as EdgeFn,
+                        $seam(COPY),
                     ),
                     SCALE => (
                         $m::$f::<SCALE, false> as MicroFn,
                         Some($m::$f::<SCALE, true> as MicroFn),
                         $m::$e::<SCALE> as EdgeFn,
+                        $seam(SCALE),
                     ),
                     _ => (
                         $m::$f::<AXPBY, false> as MicroFn,
                         None,
                         $m::$e::<AXPBY> as EdgeFn,
+                        None,
                     ),
                 }
             };
         }
-        let (f, nt, edge) = match (isa, T::DTYPE) {
+        let (f, nt, edge, seam) = match (isa, T::DTYPE) {
             (Isa::Avx2, DType::F32) => pick!(avx2::t_f32, e_f32),
             (Isa::Avx2, DType::F64) => pick!(avx2::t_f64, e_f64),
             (Isa::Avx2, DType::C32) => pick!(avx2::t_c32, e_c32),
             (Isa::Avx2, DType::C64) => pick!(avx2::t_c64, e_c64),
-            (Isa::Avx512, DType::F32) => pick!(avx512::t_f32, e_f32),
-            (Isa::Avx512, DType::F64) => pick!(avx512::t_f64, e_f64),
-            (Isa::Avx512, DType::C32) => pick!(avx512::t_c32, e_c32),
-            (Isa::Avx512, DType::C64) => pick!(avx512::t_c64, e_c64),
+            (Isa::Avx512, DType::F32) => pick!(avx512::t_f32, e_f32, s_f32),
+            (Isa::Avx512, DType::F64) => pick!(avx512::t_f64, e_f64, s_f64),
+            (Isa::Avx512, DType::C32) => pick!(avx512::t_c32, e_c32, s_c32),
+            (Isa::Avx512, DType::C64) => pick!(avx512::t_c64, e_c64, s_c64),
             (Isa::Scalar, _) => return None,
         };
         let align = stream_block(isa);
@@ -229,6 +248,7 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
             nt: nt.map(|g| (g, align)),
             edge,
             stream: stream_rows(isa),
+            seam,
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -315,7 +335,15 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     // line-aligned B, e.g. with a forced block size), the micro-tile grid starts `shift`
     // elements into each row so that every micro-tile row is aligned; the first `shift`
     // columns go to a strip on the left. (A plan shifts its grid of B-side blocks so that
-    // only its first block starts inside a line: `TransposePlan::execute_raw`.)
+    // only its first block starts inside a line: `TransposePlan::execute_raw`.) With seams,
+    // the shifted part may be narrower than a micro-tile: a row of one line, say, is then
+    // all head (written by the left strip or its predecessor's seam) and tail.
+    // Seams apply only where the grid is line-aligned and streamed.
+    let seam = match (nt, m.stream) {
+        (Some(_), Some(_)) => *seam,
+        _ => Seam::default(),
+    };
+    let seamed = seam.head > 0;
     let shift = match nt {
         Some((_, align)) if (b as usize).is_multiple_of(es as usize) => {
             let mis = b as usize % align;
@@ -324,7 +352,7 @@ pub(crate) unsafe fn tile_simd<T: Element>(
             } else {
                 (align - mis) / es as usize
             };
-            if s < t.nj && t.nj - s >= w {
+            if s < t.nj && (t.nj - s >= w || (seamed && t.nj >= w)) {
                 s
             } else {
                 0
@@ -333,11 +361,6 @@ pub(crate) unsafe fn tile_simd<T: Element>(
         _ => 0,
     };
     let (ni, es_u) = (t.ni, es as usize);
-    // Seams apply only where the grid is line-aligned and streamed.
-    let seam = match (nt, m.stream) {
-        (Some(_), Some(_)) => *seam,
-        _ => Seam::default(),
-    };
     debug_assert!(!seam.skip || shift == seam.head);
     if shift > 0 && !seam.skip {
         // The left strip: ordinary-store micro-tiles over columns [0, w), whose columns
@@ -346,7 +369,7 @@ pub(crate) unsafe fn tile_simd<T: Element>(
         // its rows below the last whole micro-tile, an edge micro-tile over [0, shift).
         // (Masked edge micro-tiles over [0, shift) alone ran slower: TTC f32, 1 thread,
         // B 16 bytes past a line, ttc-22 0.64 -> 0.53 of copy, ttc-49 0.34 -> 0.26.)
-        // SAFETY: the strip and the shifted rest are sub-tiles of `t` (shift + w <= nj).
+        // SAFETY: the strip and the shifted rest are sub-tiles of `t` (w <= nj).
         let fi = ni / w * w;
         for i0 in (0..fi).step_by(w) {
             micro_at(m.f, a, b, t, i0, 0);
@@ -355,7 +378,7 @@ pub(crate) unsafe fn tile_simd<T: Element>(
             edge_at(a, b, t, fi, 0, ni - fi, shift);
         }
     }
-    let a0 = a;
+    let (a0, full) = (a, t.nj);
     let (a, b) = (a.offset(shift as isize * t.saj), b.add(shift));
     let t = &Tile {
         nj: t.nj - shift,
@@ -390,29 +413,52 @@ pub(crate) unsafe fn tile_simd<T: Element>(
         }
     }
     if let (true, Some(copy)) = (seams, m.stream) {
-        // Each row's tail and its successor's head, composed in an aligned scratch block
-        // (one line-sized row per tile row) by edge micro-tiles and streamed out as one
-        // line.
+        // Each row's tail and its successor's head: the line that straddles them, from the
+        // transposes of the row's last `w` columns and of the successor's first `w`, joined
+        // in registers by the seam kernel, or (without one, or for the partial rows at the
+        // bottom) composed in an aligned scratch row of two lines and streamed out.
         #[repr(align(64))]
-        struct Scratch([u8; 16 * 64]);
-        let mut sc_buf = Scratch([0; 16 * 64]);
+        struct Scratch([u8; 16 * 128]);
+        let mut sc_buf: Option<Scratch> = None;
         let line = nt.map_or(64, |n| n.1);
-        let sp = sc_buf.0.as_mut_ptr();
+        debug_assert!(w * es_u == line && w <= 16 && full >= w);
+        let (ld, from) = (2 * line as isize, line - tail * es_u);
         for i0 in (0..t.ni).step_by(w) {
             let r = w.min(t.ni - i0);
-            let (pa, pb) = at(a, b, t, i0, fj);
-            // SAFETY: the corner [i0, i0 + r) x [fj, nj) lies inside the tile; the scratch
-            // holds r <= 16 rows of 64 bytes; the successors' heads (columns [0, head) of
-            // the rows `next_a` elements from these rows' column 0, the caller's promise for
-            // every tile with seams) lie in A.
-            unsafe {
-                (m.edge)(pa, lda, sp, 64, al, be, r, tail);
-                let na = a0.offset(seam.next_a).add(i0) as *const u8;
-                (m.edge)(na, lda, sp.add(tail * es_u), 64, al, be, r, seam.head);
+            let (_, pb) = at(a, b, t, i0, fj);
+            // The row's last `w` columns and the successors' first `w`.
+            // SAFETY: `full - w` is a column of the unshifted tile (full >= w), the
+            // successors' first `w` columns lie in A (the caller's promise for tiles with
+            // seams: the successor rows are whole rows of at least `w` columns); the scratch
+            // holds r <= w <= 16 rows of two lines.
+            let pa = unsafe { a0.add(i0).offset((full - w) as isize * t.saj) } as *const u8;
+            let na = unsafe { a0.offset(seam.next_a).add(i0) } as *const u8;
+            // The same for the kernel that joins the two in registers (full rows of
+            // micro-tiles), which streams to the aligned lines at `pb` (ours: see below).
+            match (m.seam, r == w) {
+                (Some(sf), true) => unsafe { sf(pa, na, lda, pb, ldb, al, be, tail * es_u) },
+                (_, full_rows) => {
+                    // Zeroed on first use only (2 KiB).
+                    #[allow(clippy::unnecessary_lazy_evaluations)]
+                    let sp = sc_buf
+                        .get_or_insert_with(|| Scratch([0; 16 * 128]))
+                        .0
+                        .as_mut_ptr();
+                    unsafe {
+                        if full_rows {
+                            (m.f)(pa, lda, sp, ld, al, be);
+                            (m.f)(na, lda, sp.add(line), ld, al, be);
+                        } else {
+                            (m.edge)(pa, lda, sp, ld, al, be, r, w);
+                            (m.edge)(na, lda, sp.add(line), ld, al, be, r, w);
+                        }
+                    }
+                    // SAFETY: the scratch rows' bytes [from, from + line) go to their lines
+                    // [pb, pb + line), each this row's tail and its successor's head, both
+                    // ours to write, aligned (the grid is).
+                    unsafe { copy(sp.add(from), ld, pb, ldb, r, line, None) };
+                }
             }
-            // SAFETY: the scratch rows go to their lines [dst, dst + line), each this row's
-            // tail and its successor's head, both ours to write, aligned (the grid is).
-            unsafe { copy(sp, 64, pb, ldb, r, line, None) };
             #[cfg(test)]
             SEAM_LINES.fetch_add(r, std::sync::atomic::Ordering::Relaxed);
         }
@@ -793,6 +839,86 @@ mod tests {
                     check::<Complex64>(shape, wide, shift.min(3));
                 }
             }
+        }
+    }
+
+    /// Every seam kernel of this CPU, for a copy and a scaled copy, at every tail the
+    /// element size allows: output row `i` is the last `tail` bytes of row `i` of the
+    /// transposed block at `a` followed by the first bytes of row `i` of the transposed
+    /// block at `next`, scaled, and nothing else is written.
+    fn check_seam<T: Element>() -> usize {
+        let es = std::mem::size_of::<T>();
+        let mut ran = 0;
+        for isa in Isa::available() {
+            for al in [1.0, -2.5] {
+                let sc = Scalars::new(T::from_f64(al), T::from_f64(0.0));
+                let Some(m) = micro::<T>(isa, &sc) else {
+                    continue;
+                };
+                let Some(seam) = m.seam else {
+                    continue;
+                };
+                let (w, lda, ldb) = (m.w, m.w + 5, 3 * m.w);
+                let a: Vec<T> = (0..2 * lda * w)
+                    .map(|x| T::from_parts(x as f64 * 0.25 - 3.0, -(x as f64)))
+                    .collect();
+                let next = lda * w; // the second block's first element
+                let fill = T::from_parts(-1.0, 7.0);
+                for tail in (es..w * es).step_by(es) {
+                    let mut b = vec![fill; ldb * w + 64];
+                    let off = (0..64)
+                        .find(|k| (b.as_ptr() as usize + k * es).is_multiple_of(64))
+                        .unwrap_or(0);
+                    // SAFETY: both blocks (w rows of w elements, `lda` apart) lie in `a`;
+                    // the w output lines lie in `b`, 64-byte aligned (`ldb * es` is a
+                    // multiple of 64: `w * es` is 64 on this level).
+                    unsafe {
+                        let pa = a.as_ptr() as *const u8;
+                        seam(
+                            pa,
+                            pa.add(next * es),
+                            (lda * es) as isize,
+                            b.as_mut_ptr().add(off) as *mut u8,
+                            (ldb * es) as isize,
+                            al,
+                            0.0,
+                            tail,
+                        );
+                    }
+                    store_fence();
+                    let t = tail / es;
+                    let mut want = vec![fill; ldb * w + 64];
+                    for i in 0..w {
+                        for k in 0..w {
+                            // Row i of a transposed block is column i of the block.
+                            let src = if k < t {
+                                (w - t + k) * lda + i
+                            } else {
+                                next + (k - t) * lda + i
+                            };
+                            want[off + i * ldb + k] = T::from_f64(al) * a[src];
+                        }
+                    }
+                    assert_eq!(b, want, "{:?} {isa:?} alpha {al} tail {tail}", T::DTYPE);
+                    ran += 1;
+                }
+            }
+        }
+        ran
+    }
+
+    #[test]
+    fn seam_kernels_join_two_transposes() {
+        let ran = check_seam::<f32>()
+            + check_seam::<f64>()
+            + check_seam::<Complex32>()
+            + check_seam::<Complex64>();
+        if Isa::Avx512.is_available() {
+            // Two scalar modes, tails 1..w-1 elements: f32 15, f64 and Complex32 7,
+            // Complex64 3.
+            assert_eq!(ran, 2 * (15 + 7 + 7 + 3));
+        } else {
+            eprintln!("seam_kernels_join_two_transposes: SKIPPED (no AVX-512 here)");
         }
     }
 

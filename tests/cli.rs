@@ -768,7 +768,14 @@ fn calibrate_transpose_only_keeps_gemm() {
     assert_eq!(counts, [1, 2]);
     assert_eq!(p.transpose_coeffs(2), &p.transpose);
     for (_, c) in &p.transpose_at {
-        for f in [c.rows, c.tile, c.tile_stream, c.tile_odd, c.scalar] {
+        for f in [
+            c.rows,
+            c.tile,
+            c.tile_stream,
+            c.tile_odd,
+            c.tile_scatter,
+            c.scalar,
+        ] {
             assert!((0.02..=1.5).contains(&f), "{c:?}");
         }
     }

@@ -356,7 +356,7 @@ fn fit_transpose(bytes: usize, threads: usize, p: &Profile) -> Result<TransposeC
     // Every plan falls in one kernel class, so each class is fitted on its own cases: the
     // inverse efficiency is the geometric mean of (measured time) / (coefficient-free cost),
     // which leaves no bias in the log of the time ratio over the training set.
-    let mut logs: [Vec<f64>; 5] = Default::default();
+    let mut logs: [Vec<f64>; 6] = Default::default();
     for case in training_set(bytes / 4) {
         let (t, costs) = time_case(&case, threads, p)?;
         let parts = costs.parts();
@@ -364,7 +364,7 @@ fn fit_transpose(bytes: usize, threads: usize, p: &Profile) -> Result<TransposeC
         if t <= 0.0 || total <= 0.0 {
             continue;
         }
-        if let Some(k) = (0..5).find(|&k| parts[k] >= 0.99 * total) {
+        if let Some(k) = (0..6).find(|&k| parts[k] >= 0.99 * total) {
             logs[k].push((t / parts[k]).ln());
         }
     }
@@ -386,6 +386,7 @@ fn fit_transpose(bytes: usize, threads: usize, p: &Profile) -> Result<TransposeC
         tile: fit(1, d.tile),
         tile_stream: fit(2, d.tile_stream),
         tile_odd: fit(4, d.tile_odd),
+        tile_scatter: fit(5, d.tile_scatter),
         scalar: fit(3, d.scalar),
         overhead: d.overhead,
     })

@@ -24,6 +24,11 @@ pub struct TransposeCoeffs {
     /// SIMD 2-D tiles whose A or B rows are not a whole number of cache lines (e.g. 24 f32):
     /// remainders in edge micro-tiles and rows split across lines, with either store kind.
     pub tile_odd: f64,
+    /// Streamed SIMD tiles that write one line of each B row per visit, with the B-side
+    /// block loop outermost (the next line of a row comes a whole pass of the inner loops
+    /// later): full reversals in f32 on AVX-512, where two-line blocks would read too many
+    /// A rows at once (`TransposePlan::scatters_lines`).
+    pub tile_scatter: f64,
     /// Scalar tiles (non-unit strides, complex scalars, no SIMD).
     pub scalar: f64,
     /// Fixed cost of one execution, seconds (planning excluded).
@@ -37,6 +42,7 @@ impl Default for TransposeCoeffs {
             tile: 0.4,
             tile_stream: 0.7,
             tile_odd: 0.35,
+            tile_scatter: 0.45,
             scalar: 0.25,
             overhead: 2e-6,
         }
@@ -212,6 +218,7 @@ impl Profile {
                 tile_stream: num(t, "tile_stream")?,
                 // Profiles stored before this class existed priced such tiles as the others.
                 tile_odd: num(t, "tile_odd").or_else(|_| num(t, "tile_stream"))?,
+                tile_scatter: num(t, "tile_scatter").or_else(|_| num(t, "tile_stream"))?,
                 scalar: num(t, "scalar")?,
                 overhead: num(t, "overhead")?,
             })
@@ -314,7 +321,7 @@ impl Profile {
 fn coeffs_json(t: &TransposeCoeffs) -> Value {
     json!({
         "rows": t.rows, "tile": t.tile, "tile_stream": t.tile_stream, "tile_odd": t.tile_odd,
-        "scalar": t.scalar, "overhead": t.overhead,
+        "tile_scatter": t.tile_scatter, "scalar": t.scalar, "overhead": t.overhead,
     })
 }
 

@@ -20,19 +20,21 @@ pub(crate) struct Costs {
     pub tile: f64,
     pub tile_stream: f64,
     pub tile_odd: f64,
+    pub tile_scatter: f64,
     pub scalar: f64,
 }
 
 impl Costs {
     /// The costs as an array: rows, tile, streamed tile, scalar, tile with rows that are
-    /// not whole lines.
-    pub fn parts(&self) -> [f64; 5] {
+    /// not whole lines, streamed tile writing one line per row and visit.
+    pub fn parts(&self) -> [f64; 6] {
         [
             self.rows,
             self.tile,
             self.tile_stream,
             self.scalar,
             self.tile_odd,
+            self.tile_scatter,
         ]
     }
 }
@@ -107,6 +109,11 @@ fn unit_costs(plan: &TransposePlan, beta_nonzero: bool, bw: f64) -> Costs {
                     tile_odd: cost,
                     ..Costs::default()
                 }
+            } else if streamed && plan.scatters_lines() {
+                Costs {
+                    tile_scatter: cost,
+                    ..Costs::default()
+                }
             } else if streamed {
                 Costs {
                     tile_stream: cost,
@@ -144,6 +151,7 @@ pub fn predict_transpose(plan: &TransposePlan, beta_nonzero: bool, p: &Profile) 
         + u.tile / c.tile
         + u.tile_stream / c.tile_stream
         + u.tile_odd / c.tile_odd
+        + u.tile_scatter / c.tile_scatter
         + u.scalar / c.scalar
 }
 
@@ -188,5 +196,45 @@ impl TransposePlan {
     /// Predicted seconds of one execution, `beta` zero or not.
     pub fn estimated_seconds_with(&self, beta_nonzero: bool) -> f64 {
         predict_transpose(self, beta_nonzero, &profile())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transpose::Isa;
+
+    /// A streamed f32 full reversal with the B-side block loop outermost writes one line per
+    /// row and visit: it is priced by the `tile_scatter` factor alone (half the factor, twice
+    /// the time), and the same layouts without streaming stores are not.
+    #[test]
+    fn scattered_line_tiles_have_their_own_factor() {
+        if Isa::detect() == Isa::Scalar {
+            eprintln!("scattered_line_tiles_have_their_own_factor: SKIPPED (no SIMD level here)");
+            return;
+        }
+        let a = Layout::row_major(&[48, 32, 32]).unwrap();
+        let b = Layout::row_major(&[32, 32, 48]).unwrap();
+        let plan_with = |streaming| {
+            let opts = TransposeOptions {
+                threads: Some(1),
+                streaming: Some(streaming),
+                ..Default::default()
+            };
+            TransposePlan::new(&[2, 1, 0], &a, &b, DType::F32, &opts).unwrap()
+        };
+        let price = |plan: &TransposePlan, f: f64| {
+            let mut p = Profile::builtin(vec![20.0]);
+            p.transpose.tile_scatter = f;
+            p.transpose_at.clear();
+            predict_transpose(plan, false, &p) - p.transpose.overhead
+        };
+        let streamed = plan_with(true);
+        assert!(streamed.scatters_lines(), "{}", streamed.describe());
+        let (full, half) = (price(&streamed, 1.0), price(&streamed, 0.5));
+        assert!((half / full - 2.0).abs() < 1e-9, "{full} {half}");
+        let plain = plan_with(false);
+        assert!(!plain.scatters_lines());
+        assert_eq!(price(&plain, 1.0), price(&plain, 0.5));
     }
 }

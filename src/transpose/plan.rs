@@ -188,6 +188,15 @@ pub struct TransposePlan {
     row_batch: Option<Dim>,
 }
 
+/// Whether the B-side block loop is the outermost loop that repeats, with other repeating
+/// loops (besides the A-side block loop) inside it.
+fn block_loop_outermost(loops: &[Loop]) -> bool {
+    let mut big = loops
+        .iter()
+        .filter(|l| l.count > 1 && l.role != Role::BlockI);
+    big.next().is_some_and(|l| l.role == Role::BlockJ) && big.next().is_some()
+}
+
 /// Rank of each dim when sorted by increasing |stride| (ties by position).
 fn stride_ranks(dims: &[Dim], stride: impl Fn(&Dim) -> isize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..dims.len()).collect();
@@ -461,12 +470,7 @@ impl TransposePlan {
         };
         let w = self.isa.width(self.dtype);
         let wide = (128 / self.dtype.size_bytes()).div_ceil(w) * w;
-        // The block loop outermost, with other loops inside it.
-        let mut big = loops
-            .iter()
-            .filter(|l| l.count > 1 && l.role != Role::BlockI);
-        let outermost = big.next().is_some_and(|l| l.role == Role::BlockJ);
-        if wide <= self.block_j || wide > 16 || !outermost || big.next().is_none() {
+        if wide <= self.block_j || wide > 16 || !block_loop_outermost(loops) {
             return;
         }
         if let Some(l) = loops.iter_mut().find(|l| l.role == Role::BlockJ) {
@@ -478,6 +482,28 @@ impl TransposePlan {
             };
             self.stream_block_j = wide;
         }
+    }
+
+    /// Whether a streamed execution writes B one line per row and visit with the B-side block
+    /// loop outermost and other loops inside it: the pattern that two-line blocks
+    /// ([`Self::widen_streamed_blocks`]) avoid where they can (the cost model prices it as a
+    /// class of its own).
+    ///
+    /// ```
+    /// use ttgt::{Layout, DType, transpose::{TransposePlan, TransposeOptions}};
+    /// let a = Layout::row_major(&[48, 28, 28]).unwrap();
+    /// let b = Layout::row_major(&[28, 28, 48]).unwrap();
+    /// let p = TransposePlan::new(&[2, 1, 0], &a, &b, DType::F32, &TransposeOptions::default()).unwrap();
+    /// let _ = p.scatters_lines(); // true for f32 on AVX-512 when the plan streams
+    /// ```
+    pub fn scatters_lines(&self) -> bool {
+        let (Some(loops), KernelKind::Tile { simd: true, .. }) = (&self.stream_loops, self.kernel)
+        else {
+            return false;
+        };
+        block_loop_outermost(loops)
+            && self.stream_block_j * self.dtype.size_bytes() <= 64
+            && self.streams(true)
     }
 
     /// Whether streaming stores can apply to every micro-tile row: a SIMD tile whose B rows

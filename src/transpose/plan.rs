@@ -493,8 +493,11 @@ impl TransposePlan {
     /// use ttgt::{Layout, DType, transpose::{TransposePlan, TransposeOptions}};
     /// let a = Layout::row_major(&[48, 28, 28]).unwrap();
     /// let b = Layout::row_major(&[28, 28, 48]).unwrap();
-    /// let p = TransposePlan::new(&[2, 1, 0], &a, &b, DType::F32, &TransposeOptions::default()).unwrap();
-    /// let _ = p.scatters_lines(); // true for f32 on AVX-512 when the plan streams
+    /// // Without streaming stores there are no scattered lines (with them, on a SIMD level,
+    /// // this full reversal has them: its B-side block loop is outermost).
+    /// let opts = TransposeOptions { streaming: Some(false), ..Default::default() };
+    /// let p = TransposePlan::new(&[2, 1, 0], &a, &b, DType::F32, &opts).unwrap();
+    /// assert!(!p.scatters_lines());
     /// ```
     pub fn scatters_lines(&self) -> bool {
         let (Some(loops), KernelKind::Tile { simd: true, .. }) = (&self.stream_loops, self.kernel)
@@ -845,7 +848,8 @@ impl TransposePlan {
         let hn = (align - mis % align) % align;
         loops.iter().position(|l| l.role == Role::BlockJ)?;
         // Whole rows of whole lines; blocks after the first start on a line; the first
-        // block is wide enough for the tile to shift its grid by the head.
+        // block holds a whole micro-tile (a seam tile reads its rows' last `w` columns:
+        // every block of the plan's shifted grid is at least `w` wide, see `execute_raw`).
         let ok = j.sb == 1
             && i.sa == 1
             && i.sb != row

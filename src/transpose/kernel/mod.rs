@@ -421,36 +421,41 @@ pub(crate) unsafe fn tile_simd<T: Element>(
         struct Scratch([u8; 16 * 128]);
         let mut sc_buf: Option<Scratch> = None;
         let line = nt.map_or(64, |n| n.1);
-        debug_assert!(w * es_u == line && w <= 16 && full >= w);
+        debug_assert!(w * es_u == line && w <= 16);
         let (ld, from) = (2 * line as isize, line - tail * es_u);
         for i0 in (0..t.ni).step_by(w) {
             let r = w.min(t.ni - i0);
-            let (_, pb) = at(a, b, t, i0, fj);
-            // The row's last `w` columns and the successors' first `w`.
-            // SAFETY: `full - w` is a column of the unshifted tile (full >= w), the
-            // successors' first `w` columns lie in A (the caller's promise for tiles with
-            // seams: the successor rows are whole rows of at least `w` columns); the scratch
-            // holds r <= w <= 16 rows of two lines.
-            let pa = unsafe { a0.add(i0).offset((full - w) as isize * t.saj) } as *const u8;
+            let (pt, pb) = at(a, b, t, i0, fj);
+            // SAFETY: the successors' first `w` columns lie in A (the caller's promise for
+            // tiles with seams: the successor rows are whole rows of at least `w` columns).
             let na = unsafe { a0.offset(seam.next_a).add(i0) } as *const u8;
-            // The same for the kernel that joins the two in registers (full rows of
-            // micro-tiles), which streams to the aligned lines at `pb` (ours: see below).
-            match (m.seam, r == w) {
-                (Some(sf), true) => unsafe { sf(pa, na, lda, pb, ldb, al, be, tail * es_u) },
-                (_, full_rows) => {
+            // Whole micro-tiles: `w` rows, and the row's last `w` columns inside the
+            // unshifted tile (a plan's seam tiles always have them).
+            let whole = r == w && full >= w;
+            // SAFETY (when `whole`): column `full - w` is in the unshifted tile.
+            let last = || unsafe { a0.add(i0).offset((full - w) as isize * t.saj) } as *const u8;
+            match (m.seam, whole) {
+                // SAFETY: both blocks lie in A (above); the lines at `pb`, `ldb` apart, are
+                // this row's tail and its successor's head, both ours to write, aligned (the
+                // grid is).
+                (Some(sf), true) => unsafe { sf(last(), na, lda, pb, ldb, al, be, tail * es_u) },
+                _ => {
                     // Zeroed on first use only (2 KiB).
                     #[allow(clippy::unnecessary_lazy_evaluations)]
                     let sp = sc_buf
                         .get_or_insert_with(|| Scratch([0; 16 * 128]))
                         .0
                         .as_mut_ptr();
+                    // SAFETY: the scratch holds r <= w <= 16 rows of two lines; the row's
+                    // last `w` columns (when `whole`), its tail columns [fj, nj) and the
+                    // successors' first `w` lie in A.
                     unsafe {
-                        if full_rows {
-                            (m.f)(pa, lda, sp, ld, al, be);
+                        if whole {
+                            (m.f)(last(), lda, sp, ld, al, be);
                             (m.f)(na, lda, sp.add(line), ld, al, be);
                         } else {
-                            (m.edge)(pa, lda, sp, ld, al, be, r, w);
-                            (m.edge)(na, lda, sp.add(line), ld, al, be, r, w);
+                            (m.edge)(pt, lda, sp.add(from), ld, al, be, r, tail);
+                            (m.edge)(na, lda, sp.add(line), ld, al, be, r, seam.head);
                         }
                     }
                     // SAFETY: the scratch rows' bytes [from, from + line) go to their lines

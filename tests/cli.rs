@@ -838,6 +838,33 @@ fn bench_inplace_json() {
 }
 
 #[test]
+fn bench_transpose_only_takes_a_list_of_names() {
+    let out = ok(&[
+        "bench",
+        "transpose",
+        "--all-perms",
+        "3",
+        "--extent",
+        "5",
+        "--only",
+        "perm-2-1-0, perm-0-2-1",
+        "--repeat",
+        "1",
+        "--json",
+    ]);
+    let mut names: Vec<String> = out
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter_map(|v| v.get("case").and_then(|c| c.as_str()).map(String::from))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["perm-0-2-1", "perm-2-1-0"], "{out}");
+    let none = ttgt(&["bench", "transpose", "--all-perms", "3", "--only", "perm-9"]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(stderr(&none).contains("no benchmark case selected"));
+}
+
+#[test]
 fn bench_contract_json_and_regret() {
     let out = ok(&[
         "bench",

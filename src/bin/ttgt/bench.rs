@@ -175,7 +175,7 @@ pub struct TransposeArgs {
     /// Tune each plan by measurement for this many milliseconds (default: heuristics only).
     #[arg(long, value_name = "MS")]
     pub measure: Option<u64>,
-    /// Run only the cases whose names contain this text, or a comma list of TTC ids.
+    /// Run only the cases whose names contain this text, or a comma list of TTC ids and name parts.
     #[arg(long, value_name = "TEXT")]
     pub only: Option<String>,
     /// One JSON object per case and one summary object, one per line.
@@ -212,11 +212,13 @@ fn cases(a: &TransposeArgs) -> CliResult<Vec<TransposeCase>> {
         }
     };
     if let Some(only) = &a.only {
-        let ids: Vec<String> = only
-            .split(',')
-            .map(|s| format!("ttc-{}", s.trim()))
-            .collect();
-        list.retain(|c| c.name.contains(only.as_str()) || ids.contains(&c.name));
+        let items: Vec<&str> = only.split(',').map(str::trim).collect();
+        list.retain(|c| {
+            c.name.contains(only.as_str())
+                || items
+                    .iter()
+                    .any(|i| c.name == format!("ttc-{i}") || (i.len() > 2 && c.name.contains(i)))
+        });
     }
     if list.is_empty() {
         return Err(CliError::new("no benchmark case selected"));

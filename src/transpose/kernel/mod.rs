@@ -563,7 +563,9 @@ macro_rules! streaming_copies_for {
                 let (s, d) = (src.offset(r * sa), dst.offset(r * sb));
                 let Some(seam) = seam else {
                     if (d as usize).is_multiple_of($line) && bytes.is_multiple_of($line) {
-                        stream_copy(s, d, bytes);
+                        // Whole aligned blocks: no partial ends, no calls, so that the
+                        // loads of many short rows are in flight at once.
+                        stream_blocks(s, d, 0, bytes);
                     } else {
                         std::ptr::copy_nonoverlapping(s, d, bytes);
                     }

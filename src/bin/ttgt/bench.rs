@@ -175,7 +175,8 @@ pub struct TransposeArgs {
     /// Tune each plan by measurement for this many milliseconds (default: heuristics only).
     #[arg(long, value_name = "MS")]
     pub measure: Option<u64>,
-    /// Run only the cases whose names contain this text, or a comma list of TTC ids and name parts.
+    /// Run only the cases whose names contain this text, or a comma list of TTC ids (numbers)
+    /// and name parts.
     #[arg(long, value_name = "TEXT")]
     pub only: Option<String>,
     /// One JSON object per case and one summary object, one per line.
@@ -215,9 +216,10 @@ fn cases(a: &TransposeArgs) -> CliResult<Vec<TransposeCase>> {
         let items: Vec<&str> = only.split(',').map(str::trim).collect();
         list.retain(|c| {
             c.name.contains(only.as_str())
-                || items
-                    .iter()
-                    .any(|i| c.name == format!("ttc-{i}") || (i.len() > 2 && c.name.contains(i)))
+                || items.iter().any(|i| match i.parse::<usize>() {
+                    Ok(id) => c.name == format!("ttc-{id}"),
+                    Err(_) => !i.is_empty() && c.name.contains(i),
+                })
         });
     }
     if list.is_empty() {

@@ -744,6 +744,7 @@ fn calibrate_transpose_only_keeps_gemm() {
         library: ttgt::model::GemmLibrary::Gemm,
         dtype: ttgt::DType::F64,
         threads: 2,
+        layout: ttgt::model::GemmLayout::ALL[1],
         factor: 1.25,
     });
     std::fs::write(&path, stored.to_json()).unwrap();

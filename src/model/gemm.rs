@@ -559,29 +559,60 @@ mod tests {
                 library: GemmLibrary::Gemm,
                 dtype: DType::F32,
                 threads: 2,
+                layout: GemmLayout::ROW,
                 factor: 1.25,
             },
             ConcurrentGemm {
                 library: GemmLibrary::Gemm,
                 dtype: DType::F64,
                 threads: 2,
+                layout: GemmLayout::ROW,
                 factor: 1.125,
+            },
+            ConcurrentGemm {
+                library: GemmLibrary::Gemm,
+                dtype: DType::F64,
+                threads: 2,
+                layout: GemmLayout::ALL[3],
+                factor: 1.5,
             },
         ];
         let q = Profile::from_json(&p.to_json()).unwrap();
         assert_eq!(q.gemm_concurrent, p.gemm_concurrent);
-        assert_eq!(q.gemm_concurrency(GemmLibrary::Gemm, DType::F64, 2), 1.125);
-        assert_eq!(q.gemm_concurrency(GemmLibrary::Gemm, DType::F32, 1), 1.0);
+        let (rr, cr, cc) = (GemmLayout::ROW, GemmLayout::ALL[1], GemmLayout::ALL[3]);
         assert_eq!(
-            q.gemm_concurrency(GemmLibrary::MatrixMultiply, DType::F32, 2),
+            q.gemm_concurrency(GemmLibrary::Gemm, DType::F64, 2, rr),
+            1.125
+        );
+        assert_eq!(
+            q.gemm_concurrency(GemmLibrary::Gemm, DType::F64, 2, cc),
+            1.5
+        );
+        assert_eq!(
+            q.gemm_concurrency(GemmLibrary::Gemm, DType::F64, 2, cr),
+            1.125
+        );
+        assert_eq!(
+            q.gemm_concurrency(GemmLibrary::Gemm, DType::F32, 1, rr),
             1.0
         );
-        // profiles from before the entry existed: no slowdown; a bad factor is an error
+        assert_eq!(
+            q.gemm_concurrency(GemmLibrary::MatrixMultiply, DType::F32, 2, rr),
+            1.0
+        );
+        // profiles from before the entry existed: no slowdown; before the layout classes
+        // were measured apart: row-major entries; a bad factor is an error
         let v: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();
         let mut old = v.clone();
         old.as_object_mut().unwrap().remove("gemm_concurrent");
         let r = Profile::from_json(&old.to_string()).unwrap();
         assert!(r.gemm_concurrent.is_empty());
+        let mut unclassed = v.clone();
+        for e in unclassed["gemm_concurrent"].as_array_mut().unwrap() {
+            e.as_object_mut().unwrap().remove("layout");
+        }
+        let r = Profile::from_json(&unclassed.to_string()).unwrap();
+        assert!(r.gemm_concurrent.iter().all(|c| c.layout == rr));
         let bad = p.to_json().replace("1.125", "-1.0");
         assert!(Profile::from_json(&bad).is_err());
     }

@@ -92,12 +92,16 @@ pub struct Profile {
 /// [`Profile::gemm_concurrent`]).
 ///
 /// ```
-/// use ttgt::{DType, model::{ConcurrentGemm, GemmLibrary, Profile}};
+/// use ttgt::{DType, model::{ConcurrentGemm, GemmLayout, GemmLibrary, Profile}};
 /// let mut p = Profile::builtin(vec![20.0, 30.0]);
-/// assert_eq!(p.gemm_concurrency(GemmLibrary::Gemm, DType::F32, 2), 1.0);
-/// p.gemm_concurrent.push(ConcurrentGemm { library: GemmLibrary::Gemm, dtype: DType::F32, threads: 2, factor: 1.3 });
-/// assert_eq!(p.gemm_concurrency(GemmLibrary::Gemm, DType::F32, 4), 1.3);
-/// assert_eq!(p.gemm_concurrency(GemmLibrary::Gemm, DType::F64, 2), 1.0);
+/// let (lib, rr, rc) = (GemmLibrary::Gemm, GemmLayout::ROW, GemmLayout::ALL[2]);
+/// assert_eq!(p.gemm_concurrency(lib, DType::F32, 2, rr), 1.0);
+/// p.gemm_concurrent.push(ConcurrentGemm { library: lib, dtype: DType::F32, threads: 2, layout: rr, factor: 1.3 });
+/// assert_eq!(p.gemm_concurrency(lib, DType::F32, 4, rr), 1.3);
+/// assert_eq!(p.gemm_concurrency(lib, DType::F32, 2, rc), 1.3); // falls back to row-major
+/// p.gemm_concurrent.push(ConcurrentGemm { library: lib, dtype: DType::F32, threads: 2, layout: rc, factor: 1.1 });
+/// assert_eq!(p.gemm_concurrency(lib, DType::F32, 2, rc), 1.1);
+/// assert_eq!(p.gemm_concurrency(lib, DType::F64, 2, rr), 1.0);
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConcurrentGemm {
@@ -107,23 +111,41 @@ pub struct ConcurrentGemm {
     pub dtype: DType,
     /// How many calls ran at once, one per thread.
     pub threads: usize,
+    /// Operand layout class of the calls (profiles stored before classes were measured
+    /// apart read as row-major).
+    pub layout: GemmLayout,
     /// Geometric mean over the probe shapes of (time of a call among `threads` concurrent
     /// ones) / (one-thread model's price of the call).
     pub factor: f64,
 }
 
 impl Profile {
-    /// The slowdown factor of single-threaded GEMM calls run `threads` at a time: the entry
-    /// measured at the most threads not above `threads`, else 1.
-    pub fn gemm_concurrency(&self, library: GemmLibrary, dtype: DType, threads: usize) -> f64 {
+    /// The slowdown factor of single-threaded GEMM calls of layout class `layout` run
+    /// `threads` at a time: the entry measured at the most threads not above `threads` for
+    /// that class, else for row-major operands, else 1.
+    pub fn gemm_concurrency(
+        &self,
+        library: GemmLibrary,
+        dtype: DType,
+        threads: usize,
+        layout: GemmLayout,
+    ) -> f64 {
         if threads <= 1 {
             return 1.0;
         }
-        self.gemm_concurrent
-            .iter()
-            .filter(|c| c.library == library && c.dtype == dtype && c.threads <= threads)
-            .max_by_key(|c| c.threads)
-            .map_or(1.0, |c| c.factor)
+        let of = |l: GemmLayout| {
+            self.gemm_concurrent
+                .iter()
+                .filter(|c| {
+                    c.library == library
+                        && c.dtype == dtype
+                        && c.threads <= threads
+                        && c.layout == l
+                })
+                .max_by_key(|c| c.threads)
+                .map(|c| c.factor)
+        };
+        of(layout).or_else(|| of(GemmLayout::ROW)).unwrap_or(1.0)
     }
 
     /// A profile from measured copy bandwidths and default efficiency factors.
@@ -194,7 +216,7 @@ impl Profile {
             })).collect::<Vec<_>>(),
             "gemm_concurrent": self.gemm_concurrent.iter().map(|c| json!({
                 "library": c.library.name(), "dtype": c.dtype.name(), "threads": c.threads,
-                "factor": c.factor,
+                "layout": c.layout.name(), "factor": c.factor,
             })).collect::<Vec<_>>(),
             "line_tile_stream": self.line_tile_stream,
         });
@@ -344,6 +366,10 @@ fn concurrent_entry(
         library: text("library")?.parse()?,
         dtype: text("dtype")?.parse().map_err(|e: String| bad(&e))?,
         threads: num(c, "threads")?.max(1.0) as usize,
+        layout: match c.get("layout").and_then(Value::as_str) {
+            Some(l) => l.parse()?,
+            None => GemmLayout::ROW,
+        },
         factor,
     })
 }

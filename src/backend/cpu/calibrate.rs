@@ -174,17 +174,20 @@ pub fn calibrate_gemm(profile: &mut Profile, threads: usize, max_flops: f64) -> 
 }
 
 /// Seconds per call of `threads` threads each running `calls` single-threaded calls of an
-/// `m×n×k` row-major GEMM by `library` back to back, as the tasks of a parallel loop do:
-/// each call reads its own block of A and writes its own block of C, cycling through
-/// enough blocks (about 32 MiB per thread) that they come from memory, not from cache, as
-/// a loop's blocks do; B is shared. Best of `repeat` rounds after one warm-up round.
+/// `m×n×k` GEMM by `library` with A and B in `layout`'s class and C row-major, back to
+/// back, as the tasks of a parallel loop do: each call reads its own block of A and writes
+/// its own block of C, cycling through enough blocks (about 32 MiB per thread) that they
+/// come from memory, not from cache, as a loop's blocks do; B is shared. Best of `repeat`
+/// rounds after one warm-up round.
 fn time_concurrent_typed<T: Element>(
     library: GemmLibrary,
     (m, n, k): (usize, usize, usize),
+    layout: GemmLayout,
     threads: usize,
     calls: usize,
     repeat: usize,
 ) -> Result<f64> {
+    let ([a_rs, a_cs], [b_rs, b_cs]) = layout.strides(m, n, k);
     let es = std::mem::size_of::<T>();
     let block = m * k + m * n;
     let blocks = ((32usize << 20) / (block * es).max(1)).clamp(1, calls.max(1));
@@ -202,8 +205,9 @@ fn time_concurrent_typed<T: Element>(
                 for call in 0..calls {
                     let base = *off + (call % blocks) * block;
                     let (a, c) = ac[base..base + block].split_at_mut(m * k);
-                    // SAFETY: dense row-major m×k, k×n and m×n blocks of exactly those sizes;
-                    // each thread writes its own C blocks.
+                    // SAFETY: dense m×k and k×n blocks (row- or column-major as `layout`
+                    // says) and a row-major m×n one of exactly those sizes; each thread
+                    // writes its own C blocks.
                     unsafe {
                         gemm(
                             library,
@@ -214,13 +218,13 @@ fn time_concurrent_typed<T: Element>(
                             T::one(),
                             Mat {
                                 ptr: a.as_ptr(),
-                                rs: k as isize,
-                                cs: 1,
+                                rs: a_rs,
+                                cs: a_cs,
                             },
                             Mat {
                                 ptr: b.as_ptr(),
-                                rs: n as isize,
-                                cs: 1,
+                                rs: b_rs,
+                                cs: b_cs,
                             },
                             T::zero(),
                             MatMut {
@@ -273,28 +277,32 @@ pub fn calibrate_gemm_concurrency(profile: &mut Profile, threads: usize) -> Resu
     let shapes = concurrency_shapes();
     let mut measured = Vec::new();
     for dtype in [DType::F32, DType::F64, DType::C32, DType::C64] {
-        let co = gemm_coeffs_in(profile, library, dtype, 1, GemmLayout::ROW);
-        let mut log_sum = 0.0;
-        for &s in &shapes {
-            let priced = co.seconds(s.0, s.1, s.2).max(1e-9);
-            // about 5 ms of calls per thread and round, so that waking the threads does not
-            // count
-            let calls = ((5e-3 / priced).ceil() as usize).clamp(1, 5000);
-            let t = match dtype {
-                DType::F32 => time_concurrent_typed::<f32>(library, s, threads, calls, 3),
-                DType::F64 => time_concurrent_typed::<f64>(library, s, threads, calls, 3),
-                DType::C32 => time_concurrent_typed::<Complex32>(library, s, threads, calls, 3),
-                DType::C64 => time_concurrent_typed::<Complex64>(library, s, threads, calls, 3),
-            }?;
-            log_sum += (t / priced).ln();
+        for layout in GemmLayout::ALL {
+            let co = gemm_coeffs_in(profile, library, dtype, 1, layout);
+            let mut log_sum = 0.0;
+            for &s in &shapes {
+                let priced = co.seconds(s.0, s.1, s.2).max(1e-9);
+                // about 5 ms of calls per thread and round, so that waking the threads does
+                // not count
+                let calls = ((5e-3 / priced).ceil() as usize).clamp(1, 5000);
+                let (l, th) = (layout, threads);
+                let t = match dtype {
+                    DType::F32 => time_concurrent_typed::<f32>(library, s, l, th, calls, 3),
+                    DType::F64 => time_concurrent_typed::<f64>(library, s, l, th, calls, 3),
+                    DType::C32 => time_concurrent_typed::<Complex32>(library, s, l, th, calls, 3),
+                    DType::C64 => time_concurrent_typed::<Complex64>(library, s, l, th, calls, 3),
+                }?;
+                log_sum += (t / priced).ln();
+            }
+            let factor = (log_sum / shapes.len() as f64).exp().clamp(0.5, 4.0);
+            measured.push(ConcurrentGemm {
+                library,
+                dtype,
+                threads,
+                layout,
+                factor,
+            });
         }
-        let factor = (log_sum / shapes.len() as f64).exp().clamp(0.5, 4.0);
-        measured.push(ConcurrentGemm {
-            library,
-            dtype,
-            threads,
-            factor,
-        });
     }
     profile
         .gemm_concurrent

@@ -714,7 +714,8 @@ fn calibrate_dry_run() {
 }
 
 /// `ttgt calibrate --gemm-concurrency-only --threads 2 --dry-run` measures one
-/// concurrent-call factor per element type for the `gemm` crate and keeps the rest.
+/// concurrent-call factor per element type and operand layout class for the `gemm` crate
+/// and keeps the rest.
 #[test]
 fn calibrate_gemm_concurrency_only() {
     let out = ok(&[
@@ -725,7 +726,15 @@ fn calibrate_gemm_concurrency_only() {
         "--dry-run",
     ]);
     let p = ttgt::model::Profile::from_json(&out).unwrap();
-    assert_eq!(p.gemm_concurrent.len(), 4);
+    assert_eq!(p.gemm_concurrent.len(), 16);
+    for layout in ttgt::model::GemmLayout::ALL {
+        let n = p
+            .gemm_concurrent
+            .iter()
+            .filter(|c| c.layout == layout)
+            .count();
+        assert_eq!(n, 4, "{layout}: one entry per element type");
+    }
     for c in &p.gemm_concurrent {
         assert_eq!((c.library, c.threads), (ttgt::model::GemmLibrary::Gemm, 2));
         assert!((0.5..=4.0).contains(&c.factor), "{c:?}");

@@ -693,24 +693,26 @@ fn geometry(
     let (_, c_cs) = matdim(&gn, out, lc);
     let es = pb.dtype.size_bytes();
     let ext = |l: Label| pb.bound.extent(l);
-    let loops: Vec<Label> = outer.iter().chain(&free).copied().collect();
-    // An operand block that the next calls use again is fetched from memory by the first.
-    let shared = |labels: &[Label], elems: usize| {
-        if elems * es <= REUSED_BLOCK_BYTES {
-            consecutive_uses(labels, &loops, &reduce, &ext).max(1) as f64
-        } else {
-            1.0
+    // An operand block that the next calls use again is fetched from memory by the first:
+    // its penalty (when it has one) is shared by those calls.
+    let per_call = |penalty: f64, labels: &[Label], elems: usize| {
+        if penalty == 0.0 || elems * es > REUSED_BLOCK_BYTES {
+            return penalty;
         }
+        let loops: Vec<Label> = outer.iter().chain(&free).copied().collect();
+        penalty / consecutive_uses(labels, &loops, &reduce, &ext).max(1) as f64
     };
-    let penalty = access_penalty(
+    let a_penalty = access_penalty(
         (m, a_rs),
         (k, a_cs),
         (n as f64 / 1024.0).ceil(),
         es,
         p,
         false,
-    ) / shared(&pa.kept, m * k)
-        + access_penalty((k, b_rs), (n, b_cs), 1.0, es, p, false) / shared(&pbp.kept, k * n)
+    );
+    let b_penalty = access_penalty((k, b_rs), (n, b_cs), 1.0, es, p, false);
+    let penalty = per_call(a_penalty, &pa.kept, m * k)
+        + per_call(b_penalty, &pbp.kept, k * n)
         + access_penalty((m, c_rs), (n, c_cs), 2.0, es, p, true);
     let priced = GemmLayout::classify((m, n, k), [a_rs, a_cs], [b_rs, b_cs], [c_rs, c_cs]);
     Geometry {

@@ -259,9 +259,10 @@ fn concurrency_shapes() -> Vec<(usize, usize, usize)> {
 
 /// Measures how much slower single-threaded GEMM calls run when `threads` of them run at
 /// once (a contraction's parallel loop of calls) than the one-thread model prices them, for
-/// the `gemm` crate (the library parallel loops use) and every element type, and stores the
-/// geometric mean over [`concurrency_shapes`] in `profile.gemm_concurrent`. Needs the
-/// one-thread GEMM coefficients ([`calibrate_gemm`] at 1 thread) first; a few seconds.
+/// the `gemm` crate (the library parallel loops use), every element type and every operand
+/// layout class (each against that class's one-thread fit), and stores the geometric mean
+/// over [`concurrency_shapes`] in `profile.gemm_concurrent`. Needs the one-thread GEMM
+/// coefficients ([`calibrate_gemm`] at 1 thread) first; about 20 s on 2 cores.
 ///
 /// ```no_run
 /// let mut p = ttgt::model::profile();

@@ -726,18 +726,27 @@ fn calibrate_gemm_concurrency_only() {
         "--dry-run",
     ]);
     let p = ttgt::model::Profile::from_json(&out).unwrap();
-    assert_eq!(p.gemm_concurrent.len(), 16);
+    // per layout class: operands from memory for the four element types, from the cache
+    // for f32 and f64
+    assert_eq!(p.gemm_concurrent.len(), 24);
     for layout in ttgt::model::GemmLayout::ALL {
-        let n = p
-            .gemm_concurrent
-            .iter()
-            .filter(|c| c.layout == layout)
-            .count();
-        assert_eq!(n, 4, "{layout}: one entry per element type");
+        for (operands, count) in [
+            (ttgt::model::OperandSource::Memory, 4),
+            (ttgt::model::OperandSource::Cache, 2),
+        ] {
+            let n = p
+                .gemm_concurrent
+                .iter()
+                .filter(|c| c.layout == layout && c.operands == operands)
+                .count();
+            assert_eq!(n, count, "{layout}, {}", operands.name());
+        }
     }
     for c in &p.gemm_concurrent {
         assert_eq!((c.library, c.threads), (ttgt::model::GemmLibrary::Gemm, 2));
         assert!((0.5..=4.0).contains(&c.factor), "{c:?}");
+        assert_eq!(c.at.len(), 48, "one factor per probe shape");
+        assert!(c.at.iter().all(|s| (0.5..=4.0).contains(&s.factor)));
     }
 }
 
@@ -754,7 +763,14 @@ fn calibrate_transpose_only_keeps_gemm() {
         dtype: ttgt::DType::F64,
         threads: 2,
         layout: ttgt::model::GemmLayout::ALL[1],
+        operands: ttgt::model::OperandSource::Cache,
         factor: 1.25,
+        at: vec![ttgt::model::ShapeFactor {
+            m: 24,
+            n: 384,
+            k: 24,
+            factor: 1.5,
+        }],
     });
     std::fs::write(&path, stored.to_json()).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_ttgt"))

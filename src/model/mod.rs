@@ -4,12 +4,14 @@
 //! calibration [`Profile`] of this machine ([`calibrate`], stored by `ttgt calibrate`).
 
 mod calibrate;
+mod concurrency;
 mod gemm;
 mod gett;
 pub(crate) mod profile;
 mod transpose;
 
 pub use calibrate::{calibrate, copy_seconds, copy_seconds_on, probe_copy, probe_line_tile_stores};
+pub use concurrency::{ConcurrentGemm, OperandSource, ShapeFactor};
 pub use gemm::{
     gemm_coeffs, gemm_coeffs_in, gemm_seconds, gemm_seconds_strided, gemm_training_shapes,
     GemmCoeffs, GemmLayout, GemmLibrary,
@@ -18,5 +20,5 @@ pub use gett::{
     gett_blocking, gett_depth, gett_orient, gett_oriented, gett_seconds, gett_simd_available,
     gett_work, GettBlocking, GettIndex, GettOrder, GettWork,
 };
-pub use profile::{machine_name, profile, set_profile, ConcurrentGemm, Profile, TransposeCoeffs};
+pub use profile::{machine_name, profile, set_profile, Profile, TransposeCoeffs};
 pub use transpose::{predict_transpose, transpose_seconds};

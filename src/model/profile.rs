@@ -7,9 +7,9 @@ use std::sync::{OnceLock, RwLock};
 
 use serde_json::{json, Value};
 
-use super::gemm::{GemmCoeffs, GemmLayout, GemmLibrary};
+use super::concurrency::{concurrent_entry, concurrent_json, ConcurrentGemm};
+use super::gemm::{GemmCoeffs, GemmLayout};
 use crate::error::{Error, Result};
-use crate::tensor::DType;
 
 /// Efficiency of each transposition macro-kernel class relative to a plain copy
 /// (bandwidth ratio at perfect cache-line use).
@@ -88,66 +88,7 @@ pub struct Profile {
     pub line_tile_stream: Option<bool>,
 }
 
-/// One measured slowdown of concurrent single-threaded GEMM calls (see
-/// [`Profile::gemm_concurrent`]).
-///
-/// ```
-/// use ttgt::{DType, model::{ConcurrentGemm, GemmLayout, GemmLibrary, Profile}};
-/// let mut p = Profile::builtin(vec![20.0, 30.0]);
-/// let (lib, rr, rc) = (GemmLibrary::Gemm, GemmLayout::ROW, GemmLayout::ALL[2]);
-/// assert_eq!(p.gemm_concurrency(lib, DType::F32, 2, rr), 1.0);
-/// p.gemm_concurrent.push(ConcurrentGemm { library: lib, dtype: DType::F32, threads: 2, layout: rr, factor: 1.3 });
-/// assert_eq!(p.gemm_concurrency(lib, DType::F32, 4, rr), 1.3);
-/// assert_eq!(p.gemm_concurrency(lib, DType::F32, 2, rc), 1.3); // falls back to row-major
-/// p.gemm_concurrent.push(ConcurrentGemm { library: lib, dtype: DType::F32, threads: 2, layout: rc, factor: 1.1 });
-/// assert_eq!(p.gemm_concurrency(lib, DType::F32, 2, rc), 1.1);
-/// assert_eq!(p.gemm_concurrency(lib, DType::F64, 2, rr), 1.0);
-/// ```
-#[derive(Clone, Debug, PartialEq)]
-pub struct ConcurrentGemm {
-    /// The library.
-    pub library: GemmLibrary,
-    /// The element type.
-    pub dtype: DType,
-    /// How many calls ran at once, one per thread.
-    pub threads: usize,
-    /// Operand layout class of the calls (profiles stored before classes were measured
-    /// apart read as row-major).
-    pub layout: GemmLayout,
-    /// Geometric mean over the probe shapes of (time of a call among `threads` concurrent
-    /// ones) / (one-thread model's price of the call).
-    pub factor: f64,
-}
-
 impl Profile {
-    /// The slowdown factor of single-threaded GEMM calls of layout class `layout` run
-    /// `threads` at a time: the entry measured at the most threads not above `threads` for
-    /// that class, else for row-major operands, else 1.
-    pub fn gemm_concurrency(
-        &self,
-        library: GemmLibrary,
-        dtype: DType,
-        threads: usize,
-        layout: GemmLayout,
-    ) -> f64 {
-        if threads <= 1 {
-            return 1.0;
-        }
-        let of = |l: GemmLayout| {
-            self.gemm_concurrent
-                .iter()
-                .filter(|c| {
-                    c.library == library
-                        && c.dtype == dtype
-                        && c.threads <= threads
-                        && c.layout == l
-                })
-                .max_by_key(|c| c.threads)
-                .map(|c| c.factor)
-        };
-        of(layout).or_else(|| of(GemmLayout::ROW)).unwrap_or(1.0)
-    }
-
     /// A profile from measured copy bandwidths and default efficiency factors.
     pub fn builtin(copy: Vec<f64>) -> Profile {
         Profile {
@@ -214,10 +155,7 @@ impl Profile {
                 "layout": g.layout.name(),
                 "call": g.call, "flop": g.flop, "a": g.a, "b": g.b, "c": g.c,
             })).collect::<Vec<_>>(),
-            "gemm_concurrent": self.gemm_concurrent.iter().map(|c| json!({
-                "library": c.library.name(), "dtype": c.dtype.name(), "threads": c.threads,
-                "layout": c.layout.name(), "factor": c.factor,
-            })).collect::<Vec<_>>(),
+            "gemm_concurrent": self.gemm_concurrent.iter().map(concurrent_json).collect::<Vec<_>>(),
             "line_tile_stream": self.line_tile_stream,
         });
         serde_json::to_string_pretty(&v).unwrap_or_default()
@@ -338,39 +276,11 @@ impl Profile {
     }
 }
 
-/// One stored concurrent-call factor.
 /// The JSON form of a set of transposition factors (read back by `Profile::from_json`).
 fn coeffs_json(t: &TransposeCoeffs) -> Value {
     json!({
         "rows": t.rows, "tile": t.tile, "tile_stream": t.tile_stream, "tile_odd": t.tile_odd,
         "tile_scatter": t.tile_scatter, "scalar": t.scalar, "overhead": t.overhead,
-    })
-}
-
-fn concurrent_entry(
-    c: &Value,
-    num: &dyn Fn(&Value, &str) -> Result<f64>,
-) -> Result<ConcurrentGemm> {
-    let bad =
-        |what: &str| Error::Unsupported(format!("calibration profile: gemm_concurrent {what}"));
-    let text = |k: &str| {
-        c.get(k)
-            .and_then(Value::as_str)
-            .ok_or_else(|| bad(&format!("entry without {k}")))
-    };
-    let factor = num(c, "factor")?;
-    if !(factor.is_finite() && factor > 0.0) {
-        return Err(bad("factor must be a positive number"));
-    }
-    Ok(ConcurrentGemm {
-        library: text("library")?.parse()?,
-        dtype: text("dtype")?.parse().map_err(|e: String| bad(&e))?,
-        threads: num(c, "threads")?.max(1.0) as usize,
-        layout: match c.get("layout").and_then(Value::as_str) {
-            Some(l) => l.parse()?,
-            None => GemmLayout::ROW,
-        },
-        factor,
     })
 }
 

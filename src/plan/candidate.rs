@@ -24,7 +24,7 @@ use crate::einsum::{BoundSpec, Label};
 use crate::error::{Error, Result};
 use crate::model::{
     gemm_coeffs_in, gett_blocking, gett_depth, gett_orient, gett_simd_available, gett_work,
-    predict_transpose, profile, GemmLayout, GemmLibrary, GettIndex, Profile,
+    predict_transpose, profile, GemmLayout, GemmLibrary, GettIndex, OperandSource, Profile,
 };
 use crate::tensor::{DType, Layout};
 use crate::transpose::inplace::{InPlaceOptions, InPlacePlan};
@@ -631,6 +631,8 @@ struct Geometry {
     /// The layout class of the GEMM calls and the `(m, n)` to price them at
     /// ([`GemmLayout::classify`]).
     priced: (GemmLayout, usize, usize),
+    /// Where the calls read their operands from.
+    operands: OperandSource,
     penalty: f64,
 }
 
@@ -638,6 +640,11 @@ struct Geometry {
 /// consecutive GEMM calls that use it: a quarter of a 1 MiB L2, leaving room for the other
 /// operand's block and the C block.
 const REUSED_BLOCK_BYTES: usize = 256 << 10;
+
+/// Largest total of A and B (bytes) that [`geometry`] takes to stay in the last-level cache
+/// while a loop of GEMM calls writes C: a quarter of the 32 MiB L3 of the Zen 5 host, so
+/// that C's write stream and the other core's data leave it there.
+const CACHED_OPERAND_BYTES: usize = 8 << 20;
 
 /// How many consecutive calls of a loop nest (`loops`, outermost first, around calls with
 /// batch-reduce loops `reduce`) use the same block of an operand with labels `labels`: the
@@ -715,6 +722,14 @@ fn geometry(
         + per_call(b_penalty, &pbp.kept, k * n)
         + access_penalty((m, c_rs), (n, c_cs), 2.0, es, p, true);
     let priced = GemmLayout::classify((m, n, k), [a_rs, a_cs], [b_rs, b_cs], [c_rs, c_cs]);
+    // Operands that stay in the last-level cache while the calls write C (which goes to
+    // memory) are read by each call from there, not from memory.
+    let operand_bytes = |labels: &[Label]| labels.iter().map(|&l| ext(l)).product::<usize>() * es;
+    let operands = if operand_bytes(&pa.kept) + operand_bytes(&pbp.kept) <= CACHED_OPERAND_BYTES {
+        OperandSource::Cache
+    } else {
+        OperandSource::Memory
+    };
     Geometry {
         gm,
         gn,
@@ -723,6 +738,7 @@ fn geometry(
         reduce,
         mnk: (m, n, k),
         priced,
+        operands,
         penalty,
     }
 }
@@ -861,6 +877,7 @@ fn tiled_candidates(
                 reduce,
                 mnk: (m, n, k),
                 priced: (layout, pm, pn),
+                operands,
                 penalty,
             } = geometry(pb, [mr, nr, ko], [&la, &lb, &lt], &tiles, &p);
             let key = (
@@ -890,7 +907,14 @@ fn tiled_candidates(
                     // `threads / gt` calls at once: the calibrated slowdown of a parallel
                     // loop's single-threaded calls, 1 for one threaded call at a time
                     let per = co.seconds(pm, pn, k)
-                        * p.gemm_concurrency(library, pb.dtype, threads / gt, layout)
+                        * p.gemm_concurrency_at(
+                            library,
+                            pb.dtype,
+                            threads / gt,
+                            layout,
+                            operands,
+                            (pm, pn, k),
+                        )
                         + penalty / gt as f64;
                     let waves = if parallel {
                         blocks.div_ceil(threads)
@@ -1143,6 +1167,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                                 reduce,
                                 mnk: (m, n, k),
                                 priced: (layout, pm, pn),
+                                operands,
                                 penalty,
                             } = geometry(
                                 pb,
@@ -1215,11 +1240,13 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                                     let gt = if parallel { 1 } else { threads };
                                     let co = gemm_coeffs_in(p, library, pb.dtype, gt, layout);
                                     let per = co.seconds(pm, pn, k)
-                                        * p.gemm_concurrency(
+                                        * p.gemm_concurrency_at(
                                             library,
                                             pb.dtype,
                                             threads / gt,
                                             layout,
+                                            operands,
+                                            (pm, pn, k),
                                         )
                                         + penalty / gt as f64;
                                     let waves = if parallel {

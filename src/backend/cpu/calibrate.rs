@@ -10,7 +10,7 @@ use super::gemm::{gemm, Mat, MatMut};
 use crate::error::Result;
 use crate::model::{
     gemm_coeffs_in, gemm_training_shapes, ConcurrentGemm, GemmCoeffs, GemmLayout, GemmLibrary,
-    Profile,
+    OperandSource, Profile, ShapeFactor,
 };
 use crate::tensor::{zeroed_aligned, DType, Element};
 use crate::transpose::on_threads;
@@ -175,36 +175,47 @@ pub fn calibrate_gemm(profile: &mut Profile, threads: usize, max_flops: f64) -> 
 
 /// Seconds per call of `threads` threads each running `calls` single-threaded calls of an
 /// `m×n×k` GEMM by `library` with A and B in `layout`'s class and C row-major, back to
-/// back, as the tasks of a parallel loop do: each call reads its own block of A and writes
-/// its own block of C, cycling through enough blocks (about 32 MiB per thread) that they
-/// come from memory, not from cache, as a loop's blocks do; B is shared. Best of `repeat`
-/// rounds after one warm-up round.
+/// back, as the tasks of a parallel loop do: each call writes its own block of C, cycling
+/// through enough blocks (about 32 MiB per thread) that they go to memory, as a loop's C
+/// blocks do, and reads its own block of A, cycling through 32 MiB per thread as well
+/// ([`OperandSource::Memory`]) or through 2 MiB ([`OperandSource::Cache`]: an A small enough
+/// to stay in the last-level cache); B is shared. Best of `repeat` rounds after one warm-up
+/// round.
 fn time_concurrent_typed<T: Element>(
     library: GemmLibrary,
     (m, n, k): (usize, usize, usize),
     layout: GemmLayout,
+    operands: OperandSource,
     threads: usize,
     calls: usize,
     repeat: usize,
 ) -> Result<f64> {
     let ([a_rs, a_cs], [b_rs, b_cs]) = layout.strides(m, n, k);
     let es = std::mem::size_of::<T>();
-    let block = m * k + m * n;
-    let blocks = ((32usize << 20) / (block * es).max(1)).clamp(1, calls.max(1));
+    let a_bytes: usize = match operands {
+        OperandSource::Memory => 32 << 20,
+        OperandSource::Cache => 2 << 20,
+    };
+    let count = |bytes: usize, len: usize| (bytes / (len * es).max(1)).clamp(1, calls.max(1));
+    let (a_blocks, c_blocks) = (count(a_bytes, m * k), count(32 << 20, m * n));
     let (b, ob) = filled::<T>(k * n, 5, 0.5)?;
     let mut sets = Vec::with_capacity(threads);
     for _ in 0..threads {
-        sets.push(filled::<T>(blocks * block, 7, 0.25)?);
+        let a = filled::<T>(a_blocks * m * k, 7, 0.25)?;
+        sets.push((
+            a,
+            zeroed_aligned::<T>(c_blocks * m * n, "GEMM timing result")?,
+        ));
     }
     let b = &b[ob..];
     let mut best = f64::INFINITY;
     for _ in 0..repeat.max(1) + 1 {
         let t = Instant::now();
         on_threads(threads, || {
-            sets.par_iter_mut().for_each(|(ac, off)| {
+            sets.par_iter_mut().for_each(|((a, oa), (c, oc))| {
                 for call in 0..calls {
-                    let base = *off + (call % blocks) * block;
-                    let (a, c) = ac[base..base + block].split_at_mut(m * k);
+                    let a = &a[*oa + (call % a_blocks) * m * k..][..m * k];
+                    let c = &mut c[*oc + (call % c_blocks) * m * n..][..m * n];
                     // SAFETY: dense m×k and k×n blocks (row- or column-major as `layout`
                     // says) and a row-major m×n one of exactly those sizes; each thread
                     // writes its own C blocks.
@@ -244,11 +255,11 @@ fn time_concurrent_typed<T: Element>(
 }
 
 /// The shapes of the concurrent-call probe: the small and skinny calls that parallel loops
-/// of a contraction make (every m in 24..2048, n and k in 24..384, by factors of 4).
+/// of a contraction make (every m and n in 24..2048, k in 24..384, by factors of 4).
 fn concurrency_shapes() -> Vec<(usize, usize, usize)> {
     let mut v = Vec::new();
     for m in [24, 96, 384, 2048] {
-        for n in [24, 96, 384] {
+        for n in [24, 96, 384, 2048] {
             for k in [24, 96, 384] {
                 v.push((m, n, k));
             }
@@ -260,9 +271,11 @@ fn concurrency_shapes() -> Vec<(usize, usize, usize)> {
 /// Measures how much slower single-threaded GEMM calls run when `threads` of them run at
 /// once (a contraction's parallel loop of calls) than the one-thread model prices them, for
 /// the `gemm` crate (the library parallel loops use), every element type and every operand
-/// layout class (each against that class's one-thread fit), and stores the geometric mean
-/// over [`concurrency_shapes`] in `profile.gemm_concurrent`. Needs the one-thread GEMM
-/// coefficients ([`calibrate_gemm`] at 1 thread) first; about 20 s on 2 cores.
+/// layout class (each against that class's one-thread fit), and stores the factor of each
+/// of the [`concurrency_shapes`] and their geometric mean in `profile.gemm_concurrent`: with
+/// A's blocks read from memory and, for `f32` and `f64`, also from the last-level cache
+/// ([`OperandSource`]). Needs the one-thread GEMM coefficients
+/// ([`calibrate_gemm`] at 1 thread) first; about 45 s on 2 cores.
 ///
 /// ```no_run
 /// let mut p = ttgt::model::profile();
@@ -278,31 +291,53 @@ pub fn calibrate_gemm_concurrency(profile: &mut Profile, threads: usize) -> Resu
     let shapes = concurrency_shapes();
     let mut measured = Vec::new();
     for dtype in [DType::F32, DType::F64, DType::C32, DType::C64] {
-        for layout in GemmLayout::ALL {
-            let co = gemm_coeffs_in(profile, library, dtype, 1, layout);
-            let mut log_sum = 0.0;
-            for &s in &shapes {
-                let priced = co.seconds(s.0, s.1, s.2).max(1e-9);
-                // about 5 ms of calls per thread and round, so that waking the threads does
-                // not count
-                let calls = ((5e-3 / priced).ceil() as usize).clamp(1, 5000);
-                let (l, th) = (layout, threads);
-                let t = match dtype {
-                    DType::F32 => time_concurrent_typed::<f32>(library, s, l, th, calls, 3),
-                    DType::F64 => time_concurrent_typed::<f64>(library, s, l, th, calls, 3),
-                    DType::C32 => time_concurrent_typed::<Complex32>(library, s, l, th, calls, 3),
-                    DType::C64 => time_concurrent_typed::<Complex64>(library, s, l, th, calls, 3),
-                }?;
-                log_sum += (t / priced).ln();
+        // complex loops are rarer; their calls are priced from operands in memory
+        let sources: &[OperandSource] = if dtype.is_complex() {
+            &[OperandSource::Memory]
+        } else {
+            &[OperandSource::Memory, OperandSource::Cache]
+        };
+        for &operands in sources {
+            for layout in GemmLayout::ALL {
+                let co = gemm_coeffs_in(profile, library, dtype, 1, layout);
+                let mut log_sum = 0.0;
+                let mut at = Vec::with_capacity(shapes.len());
+                for &s in &shapes {
+                    let priced = co.seconds(s.0, s.1, s.2).max(1e-9);
+                    // about 5 ms of calls per thread and round, so that waking the threads
+                    // does not count
+                    let calls = ((5e-3 / priced).ceil() as usize).clamp(1, 5000);
+                    let (l, sh, th) = (layout, operands, threads);
+                    let t = match dtype {
+                        DType::F32 => time_concurrent_typed::<f32>(library, s, l, sh, th, calls, 3),
+                        DType::F64 => time_concurrent_typed::<f64>(library, s, l, sh, th, calls, 3),
+                        DType::C32 => {
+                            time_concurrent_typed::<Complex32>(library, s, l, sh, th, calls, 3)
+                        }
+                        DType::C64 => {
+                            time_concurrent_typed::<Complex64>(library, s, l, sh, th, calls, 3)
+                        }
+                    }?;
+                    let f = (t / priced).clamp(0.5, 4.0);
+                    log_sum += f.ln();
+                    at.push(ShapeFactor {
+                        m: s.0,
+                        n: s.1,
+                        k: s.2,
+                        factor: f,
+                    });
+                }
+                let factor = (log_sum / shapes.len() as f64).exp().clamp(0.5, 4.0);
+                measured.push(ConcurrentGemm {
+                    library,
+                    dtype,
+                    threads,
+                    layout,
+                    operands,
+                    factor,
+                    at,
+                });
             }
-            let factor = (log_sum / shapes.len() as f64).exp().clamp(0.5, 4.0);
-            measured.push(ConcurrentGemm {
-                library,
-                dtype,
-                threads,
-                layout,
-                factor,
-            });
         }
     }
     profile

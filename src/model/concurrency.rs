@@ -3,8 +3,9 @@
 //! it: one geometric mean per library, element type, thread count and operand layout class,
 //! and the factor of each probe shape, interpolated at the shape a plan asks about.
 //!
-//! The probe's calls write a fresh C block each (and read a fresh A block), as a loop's
-//! calls do, while the one-thread model is fitted on calls that write the same C again. So
+//! The probe's calls write a fresh C block each, from memory, and read a fresh A block each,
+//! from memory or from the last-level cache ([`OperandSource`]), as a loop's calls do, while
+//! the one-thread model is fitted on calls that write the same C again. So
 //! the per-shape factors also carry the cost of writing C from memory, which depends on the
 //! shape and the layout class: on the Zen 5 host, `gemm`-crate f64 calls of 384×24×24 with
 //! A row-major lost 0.26–0.27 ns per C element to a cold C, and with A column-major 0.10.

@@ -628,12 +628,46 @@ struct Geometry {
     free: Vec<Label>,
     reduce: Vec<Label>,
     mnk: (usize, usize, usize),
-    /// The layout class of the GEMM calls and the `(m, n)` to price them at
+    /// What one call costs.
+    call: CallPrice,
+}
+
+/// The price of one GEMM call of a [`Geometry`].
+struct CallPrice {
+    /// The layout class of the call and the `(m, n, k)` to price it at
     /// ([`GemmLayout::classify`]).
-    priced: (GemmLayout, usize, usize),
+    layout: GemmLayout,
+    mnk: (usize, usize, usize),
     /// Where the calls read their operands from.
     operands: OperandSource,
+    /// Scattered-access penalty of one call (seconds, one thread).
     penalty: f64,
+}
+
+impl CallPrice {
+    /// Seconds of one call by `library` on `gt` threads while `threads / gt` such calls
+    /// run at once: the one-thread model times the calibrated slowdown of a parallel loop's
+    /// single-threaded calls (1 for one threaded call at a time), plus the penalty.
+    fn seconds(
+        &self,
+        p: &Profile,
+        library: GemmLibrary,
+        dtype: DType,
+        threads: usize,
+        gt: usize,
+    ) -> f64 {
+        let (m, n, k) = self.mnk;
+        let co = gemm_coeffs_in(p, library, dtype, gt, self.layout);
+        let slowdown = p.gemm_concurrency_at(
+            library,
+            dtype,
+            threads / gt,
+            self.layout,
+            self.operands,
+            self.mnk,
+        );
+        co.seconds(m, n, k) * slowdown + self.penalty / gt as f64
+    }
 }
 
 /// Largest operand block (bytes) that [`geometry`] takes to stay in cache between
@@ -737,9 +771,12 @@ fn geometry(
         free,
         reduce,
         mnk: (m, n, k),
-        priced,
-        operands,
-        penalty,
+        call: CallPrice {
+            layout: priced.0,
+            mnk: (priced.1, priced.2, k),
+            operands,
+            penalty,
+        },
     }
 }
 
@@ -876,9 +913,7 @@ fn tiled_candidates(
                 free: inner,
                 reduce,
                 mnk: (m, n, k),
-                priced: (layout, pm, pn),
-                operands,
-                penalty,
+                call,
             } = geometry(pb, [mr, nr, ko], [&la, &lb, &lt], &tiles, &p);
             let key = (
                 [ac.clone(), bc.clone()],
@@ -903,19 +938,7 @@ fn tiled_candidates(
                 for &parallel in par_opts {
                     let gt = if parallel { 1 } else { threads };
                     let (plan, per_block) = pricer.tile_plan(&tiles, &order, gt)?;
-                    let co = gemm_coeffs_in(&p, library, pb.dtype, gt, layout);
-                    // `threads / gt` calls at once: the calibrated slowdown of a parallel
-                    // loop's single-threaded calls, 1 for one threaded call at a time
-                    let per = co.seconds(pm, pn, k)
-                        * p.gemm_concurrency_at(
-                            library,
-                            pb.dtype,
-                            threads / gt,
-                            layout,
-                            operands,
-                            (pm, pn, k),
-                        )
-                        + penalty / gt as f64;
+                    let per = call.seconds(&p, library, pb.dtype, threads, gt);
                     let waves = if parallel {
                         blocks.div_ceil(threads)
                     } else {
@@ -1166,9 +1189,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                                 free,
                                 reduce,
                                 mnk: (m, n, k),
-                                priced: (layout, pm, pn),
-                                operands,
-                                penalty,
+                                call,
                             } = geometry(
                                 pb,
                                 [mo, no, ko],
@@ -1238,17 +1259,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                                 };
                                 for &parallel in par_opts {
                                     let gt = if parallel { 1 } else { threads };
-                                    let co = gemm_coeffs_in(p, library, pb.dtype, gt, layout);
-                                    let per = co.seconds(pm, pn, k)
-                                        * p.gemm_concurrency_at(
-                                            library,
-                                            pb.dtype,
-                                            threads / gt,
-                                            layout,
-                                            operands,
-                                            (pm, pn, k),
-                                        )
-                                        + penalty / gt as f64;
+                                    let per = call.seconds(p, library, pb.dtype, threads, gt);
                                     let waves = if parallel {
                                         independent.div_ceil(threads)
                                     } else {

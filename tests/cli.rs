@@ -726,13 +726,14 @@ fn calibrate_gemm_concurrency_only() {
         "--dry-run",
     ]);
     let p = ttgt::model::Profile::from_json(&out).unwrap();
-    // per layout class: operands from memory for the four element types, from the cache
-    // for f32 and f64
-    assert_eq!(p.gemm_concurrent.len(), 24);
+    // per layout class: operands from memory for the four element types; from the cache,
+    // with C to memory or kept in cache, for f32 and f64
+    assert_eq!(p.gemm_concurrent.len(), 32);
     for layout in ttgt::model::GemmLayout::ALL {
         for (operands, count) in [
             (ttgt::model::OperandSource::Memory, 4),
             (ttgt::model::OperandSource::Cache, 2),
+            (ttgt::model::OperandSource::Resident, 2),
         ] {
             let n = p
                 .gemm_concurrent
@@ -888,6 +889,10 @@ fn bench_transpose_only_takes_a_list_of_names() {
     let none = ttgt(&["bench", "transpose", "--all-perms", "3", "--only", "perm-9"]);
     assert_eq!(none.status.code(), Some(2));
     assert!(stderr(&none).contains("no benchmark case selected"));
+    // a number names a TTC case, not every name with that digit in it
+    let digit = ttgt(&["bench", "transpose", "--all-perms", "3", "--only", "1"]);
+    assert_eq!(digit.status.code(), Some(2), "{}", stderr(&digit));
+    assert!(stderr(&digit).contains("no benchmark case selected"));
 }
 
 #[test]

@@ -4,11 +4,12 @@
 //! and the factor of each probe shape, interpolated at the shape a plan asks about.
 //!
 //! The probe's calls write a fresh C block each, from memory, and read a fresh A block each,
-//! from memory or from the last-level cache ([`OperandSource`]), as a loop's calls do, while
-//! the one-thread model is fitted on calls that write the same C again. So
-//! the per-shape factors also carry the cost of writing C from memory, which depends on the
-//! shape and the layout class: on the Zen 5 host, `gemm`-crate f64 calls of 384×24×24 with
-//! A row-major lost 0.26–0.27 ns per C element to a cold C, and with A column-major 0.10.
+//! from memory or from the last-level cache, as a loop's calls do, or (a tiled write-back's
+//! calls) write C blocks that stay in cache ([`OperandSource`]), while the one-thread model is
+//! fitted on calls that write the same C again. So the per-shape factors also carry the cost
+//! of writing C from memory, which depends on the shape and the layout class: on the Zen 5
+//! host, `gemm`-crate f64 calls of 384×24×24 with A row-major lost 0.26–0.27 ns per C
+//! element to a cold C, and with A column-major 0.10.
 
 use std::str::FromStr;
 
@@ -19,29 +20,46 @@ use super::profile::Profile;
 use crate::error::{Error, Result};
 use crate::tensor::DType;
 
-/// Where the GEMM calls of a loop read the operand block that changes from call to call:
-/// from memory, or from the last-level cache (an operand small enough to stay there while
-/// the loop writes C, which always goes to memory).
+/// Where the GEMM calls of a loop read the operand block that changes from call to call,
+/// and where the C block they write lives: both in memory, the operands in the last-level
+/// cache with C going to memory, or both in cache (a tiled write-back's C block buffer, which
+/// each call writes again while it stays in cache).
 ///
 /// ```
 /// use ttgt::model::OperandSource;
 /// assert_eq!("cache".parse::<OperandSource>().unwrap(), OperandSource::Cache);
+/// assert_eq!("resident".parse::<OperandSource>().unwrap(), OperandSource::Resident);
 /// assert_eq!(OperandSource::Memory.name(), "memory");
+/// assert_eq!(OperandSource::Resident.fallbacks(), [OperandSource::Resident, OperandSource::Cache, OperandSource::Memory]);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OperandSource {
     /// From memory (what profiles stored before the cache case was measured hold).
     Memory,
-    /// From the last-level cache.
+    /// Operands from the last-level cache, C to memory.
     Cache,
+    /// Operands from the last-level cache, C into a block that stays in cache.
+    Resident,
 }
 
 impl OperandSource {
-    /// `"memory"` or `"cache"`.
+    /// `"memory"`, `"cache"` or `"resident"`.
     pub fn name(self) -> &'static str {
         match self {
             OperandSource::Memory => "memory",
             OperandSource::Cache => "cache",
+            OperandSource::Resident => "resident",
+        }
+    }
+
+    /// This source and the ones whose measurements stand in for it where it has none, nearest
+    /// first: resident calls read like cached ones, and every source falls back to memory.
+    pub fn fallbacks(self) -> &'static [OperandSource] {
+        use OperandSource::*;
+        match self {
+            Memory => &[Memory],
+            Cache => &[Cache, Memory],
+            Resident => &[Resident, Cache, Memory],
         }
     }
 }
@@ -52,8 +70,9 @@ impl FromStr for OperandSource {
         match s {
             "memory" => Ok(OperandSource::Memory),
             "cache" => Ok(OperandSource::Cache),
+            "resident" => Ok(OperandSource::Resident),
             _ => Err(Error::Unsupported(format!(
-                "unknown operand source {s:?} (expected memory or cache)"
+                "unknown operand source {s:?} (expected memory, cache or resident)"
             ))),
         }
     }
@@ -205,10 +224,10 @@ fn bracket(v: &[usize], q: usize) -> [(usize, f64); 2] {
 }
 
 impl Profile {
-    /// The entry for calls of layout class `layout` run `threads` at a time that read their
-    /// changing operand from `operands`: the one measured at the most threads not above
-    /// `threads` for that class and source, else from memory, else for row-major operands
-    /// from memory.
+    /// The entry for calls of layout class `layout` run `threads` at a time whose operands and
+    /// C live where `operands` says: the one measured at the most threads not above
+    /// `threads` for that class and the nearest source measured
+    /// ([`OperandSource::fallbacks`]), else for row-major operands from memory.
     fn concurrent_entry(
         &self,
         library: GemmLibrary,
@@ -232,8 +251,10 @@ impl Profile {
                 })
                 .max_by_key(|c| c.threads)
         };
-        of(layout, operands)
-            .or_else(|| of(layout, OperandSource::Memory))
+        operands
+            .fallbacks()
+            .iter()
+            .find_map(|&s| of(layout, s))
             .or_else(|| of(GemmLayout::ROW, OperandSource::Memory))
     }
 
@@ -253,8 +274,9 @@ impl Profile {
     }
 
     /// As [`Profile::gemm_concurrency`], at the call shape `m×n×k`
-    /// ([`ConcurrentGemm::factor_at`]) of calls that read their changing operand from
-    /// `operands` (the entry measured from memory where none was measured from `operands`).
+    /// ([`ConcurrentGemm::factor_at`]) of calls whose operands and C live where `operands`
+    /// says (the nearest source measured where none was measured from `operands`,
+    /// [`OperandSource::fallbacks`]).
     ///
     /// ```
     /// use ttgt::{DType, model::{GemmLayout, GemmLibrary, Profile, OperandSource}};
@@ -398,6 +420,13 @@ mod tests {
             entry(f32_, GemmLayout::ROW, memory, 1.25, Vec::new()),
             entry(f64_, GemmLayout::ROW, memory, 1.125, Vec::new()),
             entry(f64_, GemmLayout::ALL[3], OperandSource::Cache, 1.5, grid()),
+            entry(
+                f32_,
+                GemmLayout::ROW,
+                OperandSource::Resident,
+                0.75,
+                Vec::new(),
+            ),
         ];
         let q = Profile::from_json(&p.to_json()).unwrap();
         assert_eq!(q.gemm_concurrent, p.gemm_concurrent);
@@ -413,6 +442,21 @@ mod tests {
         ] {
             assert_eq!(q.gemm_concurrency(lib, dtype, threads, layout), want);
         }
+        // a C block kept in cache: its own entry where measured, else the cached
+        // operands', else memory's
+        let resident = |dtype, layout| {
+            q.gemm_concurrency_at(
+                gemm,
+                dtype,
+                2,
+                layout,
+                OperandSource::Resident,
+                (96, 24, 24),
+            )
+        };
+        assert_eq!(resident(f32_, rr), 0.75);
+        assert_eq!(resident(f64_, cc), 2.0);
+        assert_eq!(resident(f64_, rr), 1.125);
         // profiles from before the entry existed: no slowdown; before the layout classes
         // were measured apart: row-major entries; a bad factor is an error
         let v: serde_json::Value = serde_json::from_str(&p.to_json()).unwrap();

@@ -444,8 +444,11 @@ struct Pricer<'a> {
 type TileKey = (Vec<Label>, Vec<Label>, usize);
 
 /// The block buffer of a tiled write-back is read from cache, not memory: its transposition
-/// into C is priced at this share of an out-of-place transposition of the same bytes.
-const CACHED_BLOCK_SHARE: f64 = 0.6;
+/// into C is priced at this share of an out-of-place transposition of the same bytes. With
+/// the calls' price taking C kept in cache (`OperandSource::Resident`), the write-back of
+/// the f64 rank-6 TCCG cases (302 MB of C in 4096 blocks of 384×24, 2 threads, Zen 5 host)
+/// took 7.2–7.9 ms where 0.6 priced it at 6.3.
+const CACHED_BLOCK_SHARE: f64 = 0.72;
 
 /// Extra seconds per contiguous run of a tiled write-back's block in C when consecutive runs
 /// are far apart (a TLB or DRAM-row miss per run, which the transposition model, seeing only
@@ -680,6 +683,10 @@ const REUSED_BLOCK_BYTES: usize = 256 << 10;
 /// that C's write stream and the other core's data leave it there.
 const CACHED_OPERAND_BYTES: usize = 8 << 20;
 
+/// Largest block buffer (bytes) of a tiled write-back that [`geometry`] takes to stay in
+/// cache while the GEMM calls write it again and again: half of a 1 MiB L2.
+const RESIDENT_BLOCK_BYTES: usize = 512 << 10;
+
 /// How many consecutive calls of a loop nest (`loops`, outermost first, around calls with
 /// batch-reduce loops `reduce`) use the same block of an operand with labels `labels`: the
 /// product of the innermost loops that do not index it; 1 with batch-reduce loops, which
@@ -704,12 +711,14 @@ fn consecutive_uses(
 /// `outer` are the loops the caller runs around the ones this returns as `free` (batch
 /// loops, or a tiled write-back's blocks); they decide how long an operand block stays in
 /// use (its access penalty is paid once per block, not once per call, when the block is
-/// small enough to stay in cache).
+/// small enough to stay in cache). `c_resident`: the calls write a block buffer that stays
+/// in cache (a tiled write-back's), not C or a temporary in memory.
 fn geometry(
     pb: &Problem<'_>,
     [mo, no, ko]: [&[Label]; 3],
     [la, lb, lc]: [&Layout; 3],
     outer: &[Label],
+    c_resident: bool,
     p: &Profile,
 ) -> Geometry {
     let (pa, pbp, out) = (&pb.preps[0], &pb.preps[1], pb.bound.output());
@@ -756,13 +765,15 @@ fn geometry(
         + per_call(b_penalty, &pbp.kept, k * n)
         + access_penalty((m, c_rs), (n, c_cs), 2.0, es, p, true);
     let priced = GemmLayout::classify((m, n, k), [a_rs, a_cs], [b_rs, b_cs], [c_rs, c_cs]);
-    // Operands that stay in the last-level cache while the calls write C (which goes to
-    // memory) are read by each call from there, not from memory.
+    // Operands that stay in the last-level cache while the calls write C are read by each
+    // call from there, not from memory; C goes to memory unless it is a block buffer that
+    // stays in cache.
     let operand_bytes = |labels: &[Label]| labels.iter().map(|&l| ext(l)).product::<usize>() * es;
-    let operands = if operand_bytes(&pa.kept) + operand_bytes(&pbp.kept) <= CACHED_OPERAND_BYTES {
-        OperandSource::Cache
-    } else {
-        OperandSource::Memory
+    let cached = operand_bytes(&pa.kept) + operand_bytes(&pbp.kept) <= CACHED_OPERAND_BYTES;
+    let operands = match (cached, c_resident) {
+        (false, _) => OperandSource::Memory,
+        (true, false) => OperandSource::Cache,
+        (true, true) => OperandSource::Resident,
     };
     Geometry {
         gm,
@@ -906,6 +917,8 @@ fn tiled_candidates(
         let blocks = prod(&tiles);
         for order in [[mr, nr].concat(), [nr, mr].concat()] {
             let lt = packed_layout(&order, out, ext)?;
+            // the block buffer stays in cache when it is at most half the L2
+            let resident = block_len * es <= RESIDENT_BLOCK_BYTES;
             let Geometry {
                 gm,
                 gn,
@@ -914,7 +927,7 @@ fn tiled_candidates(
                 reduce,
                 mnk: (m, n, k),
                 call,
-            } = geometry(pb, [mr, nr, ko], [&la, &lb, &lt], &tiles, &p);
+            } = geometry(pb, [mr, nr, ko], [&la, &lb, &lt], &tiles, resident, &p);
             let key = (
                 [ac.clone(), bc.clone()],
                 tiles.clone(),
@@ -1195,6 +1208,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                                 [mo, no, ko],
                                 [&la, &lb, &lc],
                                 &batch,
+                                false,
                                 &pricer.profile,
                             );
                             let mut loops = batch.clone();

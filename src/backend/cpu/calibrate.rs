@@ -179,8 +179,9 @@ pub fn calibrate_gemm(profile: &mut Profile, threads: usize, max_flops: f64) -> 
 /// through enough blocks (about 32 MiB per thread) that they go to memory, as a loop's C
 /// blocks do, and reads its own block of A, cycling through 32 MiB per thread as well
 /// ([`OperandSource::Memory`]) or through 2 MiB ([`OperandSource::Cache`]: an A small enough
-/// to stay in the last-level cache); B is shared. Best of `repeat` rounds after one warm-up
-/// round.
+/// to stay in the last-level cache); with [`OperandSource::Resident`], A cycles through
+/// 2 MiB and C through 256 KiB per thread, as a tiled write-back's calls write their block
+/// buffer again and again. B is shared. Best of `repeat` rounds after one warm-up round.
 fn time_concurrent_typed<T: Element>(
     library: GemmLibrary,
     (m, n, k): (usize, usize, usize),
@@ -192,12 +193,13 @@ fn time_concurrent_typed<T: Element>(
 ) -> Result<f64> {
     let ([a_rs, a_cs], [b_rs, b_cs]) = layout.strides(m, n, k);
     let es = std::mem::size_of::<T>();
-    let a_bytes: usize = match operands {
-        OperandSource::Memory => 32 << 20,
-        OperandSource::Cache => 2 << 20,
+    let (a_bytes, c_bytes): (usize, usize) = match operands {
+        OperandSource::Memory => (32 << 20, 32 << 20),
+        OperandSource::Cache => (2 << 20, 32 << 20),
+        OperandSource::Resident => (2 << 20, 256 << 10),
     };
     let count = |bytes: usize, len: usize| (bytes / (len * es).max(1)).clamp(1, calls.max(1));
-    let (a_blocks, c_blocks) = (count(a_bytes, m * k), count(32 << 20, m * n));
+    let (a_blocks, c_blocks) = (count(a_bytes, m * k), count(c_bytes, m * n));
     let (b, ob) = filled::<T>(k * n, 5, 0.5)?;
     let mut sets = Vec::with_capacity(threads);
     for _ in 0..threads {
@@ -273,9 +275,10 @@ fn concurrency_shapes() -> Vec<(usize, usize, usize)> {
 /// the `gemm` crate (the library parallel loops use), every element type and every operand
 /// layout class (each against that class's one-thread fit), and stores the factor of each
 /// of the [`concurrency_shapes`] and their geometric mean in `profile.gemm_concurrent`: with
-/// A's blocks read from memory and, for `f32` and `f64`, also from the last-level cache
-/// ([`OperandSource`]). Needs the one-thread GEMM coefficients
-/// ([`calibrate_gemm`] at 1 thread) first; about 45 s on 2 cores.
+/// A's blocks read from memory and, for `f32` and `f64`, also from the last-level cache,
+/// with C written to memory or into blocks that stay in cache ([`OperandSource`]). Needs the
+/// one-thread GEMM coefficients ([`calibrate_gemm`] at 1 thread) first; about 55 s on 2
+/// cores.
 ///
 /// ```no_run
 /// let mut p = ttgt::model::profile();
@@ -295,7 +298,11 @@ pub fn calibrate_gemm_concurrency(profile: &mut Profile, threads: usize) -> Resu
         let sources: &[OperandSource] = if dtype.is_complex() {
             &[OperandSource::Memory]
         } else {
-            &[OperandSource::Memory, OperandSource::Cache]
+            &[
+                OperandSource::Memory,
+                OperandSource::Cache,
+                OperandSource::Resident,
+            ]
         };
         for &operands in sources {
             for layout in GemmLayout::ALL {

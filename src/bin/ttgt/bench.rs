@@ -214,12 +214,12 @@ fn cases(a: &TransposeArgs) -> CliResult<Vec<TransposeCase>> {
     };
     if let Some(only) = &a.only {
         let items: Vec<&str> = only.split(',').map(str::trim).collect();
+        // a number names one TTC case (`3` is ttc-3, not every name with a 3 in it)
         list.retain(|c| {
-            c.name.contains(only.as_str())
-                || items.iter().any(|i| match i.parse::<usize>() {
-                    Ok(id) => c.name == format!("ttc-{id}"),
-                    Err(_) => !i.is_empty() && c.name.contains(i),
-                })
+            items.iter().any(|i| match i.parse::<usize>() {
+                Ok(id) => c.name == format!("ttc-{id}"),
+                Err(_) => !i.is_empty() && c.name.contains(i),
+            })
         });
     }
     if list.is_empty() {

@@ -158,7 +158,13 @@ pub fn bench_contract(a: &ContractBenchArgs) -> CliResult<()> {
             .split(',')
             .map(|s| format!("tccg-{}", s.trim()))
             .collect();
-        cases.retain(|c| c.0.contains(only.as_str()) || ids.contains(&c.0));
+        // a number names one TCCG case; other text selects the names that contain it
+        cases.retain(|c| {
+            ids.contains(&c.0)
+                || (!only.contains(',')
+                    && only.parse::<usize>().is_err()
+                    && c.0.contains(only.as_str()))
+        });
     }
     if cases.is_empty() {
         return Err(CliError::new("no benchmark case selected"));

@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use num_complex::{Complex32, Complex64};
 
-use crate::backend::cpu::time_gemm;
+use crate::backend::cpu::GemmRun;
 use crate::error::{Error, Result};
-use crate::model::GemmLibrary;
+use crate::model::{GemmLayout, GemmLibrary};
 use crate::plan::{PlanOptions, StepCosts};
 use crate::tensor::{zeroed, DType, Element, Layout, StridedView, StridedViewMut};
 use crate::ContractionPlan;
@@ -124,8 +124,9 @@ pub struct ContractBenchOptions {
     pub dtype: DType,
     /// Threads (planner, transposes, GEMM, reference GEMM).
     pub threads: usize,
-    /// Timed executions per case and candidate, after one untimed warm-up execution each
-    /// (best kept).
+    /// Timed rounds per case, after one untimed warm-up execution of everything timed: each
+    /// round runs every timed candidate and every reference GEMM library once, interleaved so
+    /// that a slow spell of a shared host falls on all of them (best of the rounds kept).
     pub repeat: usize,
     /// Extent multiplier (1: the table's sizes, about 200 MiB per largest operand).
     pub scale: f64,
@@ -285,54 +286,80 @@ fn run_typed<T: Element>(case: &ContractCase, o: &ContractBenchOptions) -> Resul
     let plan_seconds = t.elapsed().as_secs_f64();
     let av = StridedView::from_slice(&a, la, 0)?;
     let bv = StridedView::from_slice(&b, lb, 0)?;
-    let mut time_current = |plan: &ContractionPlan| -> Result<(f64, crate::StepTimes)> {
-        let mut cv = StridedViewMut::from_slice(&mut c, lc.clone(), 0)?;
-        let mut best: Option<(f64, crate::StepTimes)> = None;
-        // One untimed execution first: it pays the first touch of C's pages (the bench
-        // allocates C zeroed, mapped lazily) and of workspace buffers of a size the pool
-        // has not held yet, which would otherwise be charged to whichever plan runs first
-        // (the chosen one). The GEMM reference gets the same warm-up.
-        plan.execute(T::one(), &[av.clone(), bv.clone()], T::zero(), &mut cv)?;
-        for _ in 0..o.repeat.max(1) {
-            let t = Instant::now();
-            let st = plan.execute(T::one(), &[av.clone(), bv.clone()], T::zero(), &mut cv)?;
-            let s = t.elapsed().as_secs_f64();
-            if best.as_ref().is_none_or(|b| s < b.0) {
-                best = Some((s, st));
+    // The chosen candidate first, then the next best-predicted ones.
+    let chosen_index = plan.chosen_index();
+    let order: Vec<usize> = match plan.chosen() {
+        Some(_) => std::iter::once(chosen_index)
+            .chain((0..plan.candidates().len()).filter(|&i| i != chosen_index))
+            .take(o.candidates.max(1))
+            .collect(),
+        None => vec![chosen_index],
+    };
+    let (_, m, n, k) = plan.gemm_shape();
+    let mut reference = GemmRun::<T>::new((m, n, k), GemmLayout::ROW)?;
+    let mut cv = StridedViewMut::from_slice(&mut c, lc.clone(), 0)?;
+    let mut run = |plan: &mut ContractionPlan, i: usize| -> Result<(f64, crate::StepTimes)> {
+        plan.choose(i)?;
+        let t = Instant::now();
+        let st = plan.execute(T::one(), &[av.clone(), bv.clone()], T::zero(), &mut cv)?;
+        Ok((t.elapsed().as_secs_f64(), st))
+    };
+    // One untimed execution of each candidate and each reference library first: it pays
+    // the first touch of C's pages (the bench allocates C zeroed, mapped lazily) and of
+    // workspace buffers of a size the pool has not held yet, which would otherwise be
+    // charged to whichever plan runs first (the chosen one).
+    for &i in &order {
+        run(&mut plan, i)?;
+    }
+    for lib in GemmLibrary::ALL {
+        reference.time(lib, o.threads);
+    }
+    // Then rounds that each time every candidate and every library once, best kept: on a
+    // shared host a slow spell falls on one round of all of them, not on all the
+    // executions of whichever was being timed during it.
+    let mut best = vec![(f64::INFINITY, crate::StepTimes::default()); order.len()];
+    let mut best_lib = [f64::INFINITY; GemmLibrary::ALL.len()];
+    for _ in 0..o.repeat.max(1) {
+        for (slot, &i) in best.iter_mut().zip(&order) {
+            let (s, st) = run(&mut plan, i)?;
+            if s < slot.0 {
+                *slot = (s, st);
             }
         }
-        best.ok_or_else(|| Error::Unsupported("repeat must be at least 1".into()))
-    };
-    let (seconds, steps) = time_current(&plan)?;
+        for (b, lib) in best_lib.iter_mut().zip(GemmLibrary::ALL) {
+            *b = b.min(reference.time(lib, o.threads));
+        }
+    }
+    plan.choose(chosen_index)?;
+    let (seconds, steps) = best[0];
     let chosen = plan.chosen().cloned();
-    let mut timed = Vec::new();
-    if let Some(ch) = &chosen {
-        timed.push(TimedCandidate {
-            summary: ch.summary(),
-            predicted: ch.predicted.total(),
-            seconds,
+    let timed = if chosen.is_some() {
+        order
+            .iter()
+            .zip(&best)
+            .map(|(&i, &(s, _))| {
+                let cd = &plan.candidates()[i];
+                TimedCandidate {
+                    summary: cd.summary(),
+                    predicted: cd.predicted.total(),
+                    seconds: s,
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let reference = GemmLibrary::ALL
+        .into_iter()
+        .zip(best_lib)
+        .map(|(lib, s)| (s, lib))
+        .fold((f64::INFINITY, GemmLibrary::Gemm), |a, b| {
+            if b.0 < a.0 {
+                b
+            } else {
+                a
+            }
         });
-        let n = plan.candidates().len().min(o.candidates);
-        for i in 1..n {
-            plan.choose(i)?;
-            let (s, _) = time_current(&plan)?;
-            let cd = &plan.candidates()[i];
-            timed.push(TimedCandidate {
-                summary: cd.summary(),
-                predicted: cd.predicted.total(),
-                seconds: s,
-            });
-        }
-        plan.choose(0)?;
-    }
-    let (_, m, n, k) = plan.gemm_shape();
-    let mut reference = (f64::INFINITY, GemmLibrary::Gemm);
-    for lib in GemmLibrary::ALL {
-        let s = time_gemm(lib, T::DTYPE, m, n, k, o.threads, o.repeat)?;
-        if s < reference.0 {
-            reference = (s, lib);
-        }
-    }
     Ok(ContractResult {
         case: case.name.clone(),
         spec: case.spec.clone(),
@@ -362,6 +389,12 @@ fn run_typed<T: Element>(case: &ContractCase, o: &ContractBenchOptions) -> Resul
 /// let o = ContractBenchOptions { scale: 0.1, repeat: 1, ..Default::default() };
 /// let r = bench_contract(case, &o).unwrap();
 /// assert!(r.seconds > 0.0 && r.ratio() > 0.0);
+/// // with other candidates timed in the same rounds, the chosen one comes first
+/// let o = ContractBenchOptions { candidates: 3, ..o };
+/// let r = bench_contract(case, &o).unwrap();
+/// assert!(r.timed.len() > 1 && r.timed.len() <= 3);
+/// assert_eq!((r.timed[0].summary.as_str(), r.timed[0].seconds), (r.plan.as_str(), r.seconds));
+/// assert!(r.regret().unwrap() >= 0.0);
 /// ```
 pub fn bench_contract(case: &ContractCase, o: &ContractBenchOptions) -> Result<ContractResult> {
     match o.dtype {

@@ -303,15 +303,20 @@ pub fn probe_line_tile_stores(threads: &[usize]) -> Result<bool> {
 /// Solves `min Σ_i (Σ_k a_ik x_k - 1)²` (a tiny ridge term keeps it well posed) for the
 /// classes that occur in `rows`; `None` for a class no row uses.
 pub(crate) fn solve_ridge<const N: usize>(rows: &[[f64; N]]) -> [Option<f64>; N] {
+    solve_ridge_to(rows, &vec![1.0; rows.len()])
+}
+
+/// [`solve_ridge`] with a target per row: `min Σ_i (Σ_k a_ik x_k - b_i)²`.
+pub(crate) fn solve_ridge_to<const N: usize>(rows: &[[f64; N]], b: &[f64]) -> [Option<f64>; N] {
     let used: Vec<usize> = (0..N)
         .filter(|&k| rows.iter().any(|r| r[k] > 0.0))
         .collect();
     let m = used.len();
     let mut ata = vec![vec![0.0f64; m]; m];
     let mut atb = vec![0.0f64; m];
-    for r in rows {
+    for (r, &bi) in rows.iter().zip(b) {
         for (p, &k) in used.iter().enumerate() {
-            atb[p] += r[k];
+            atb[p] += r[k] * bi;
             for (q, &l) in used.iter().enumerate() {
                 ata[p][q] += r[k] * r[l];
             }

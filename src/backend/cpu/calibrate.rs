@@ -25,22 +25,48 @@ fn filled<T: Element>(len: usize, modulus: usize, step: f64) -> Result<(Vec<T>, 
     Ok((v, off))
 }
 
-fn time_typed<T: Element>(
-    library: GemmLibrary,
-    (m, n, k): (usize, usize, usize),
-    layout: GemmLayout,
-    threads: usize,
-    repeat: usize,
-) -> Result<f64> {
-    let ([a_rs, a_cs], [b_rs, b_cs]) = layout.strides(m, n, k);
-    let (a, oa) = filled::<T>(m * k, 7, 0.25)?;
-    let (b, ob) = filled::<T>(k * n, 5, 0.5)?;
-    let (mut c, oc) = zeroed_aligned::<T>(m * n, "GEMM timing result")?;
-    let mut best = f64::INFINITY;
-    for _ in 0..repeat.max(1) + 1 {
+/// One `m×n×k` GEMM (`C = A·B`, A and B row- or column-major as a [`GemmLayout`] says, C
+/// row-major) with its operands allocated once and timed call by call, so that a benchmark
+/// can interleave it with the plans it is compared with: a slow spell of a shared host then
+/// falls on both, not on whichever ran during it.
+///
+/// ```
+/// use ttgt::{backend::cpu::GemmRun, model::{GemmLayout, GemmLibrary}};
+/// let mut g = GemmRun::<f64>::new((64, 48, 80), GemmLayout::ROW).unwrap();
+/// let t = g.time(GemmLibrary::Gemm, 1);
+/// assert!(t > 0.0);
+/// assert!(g.checksum() != 0.0); // C holds the product of the filled operands
+/// ```
+pub struct GemmRun<T: Element> {
+    shape: (usize, usize, usize),
+    strides: ([isize; 2], [isize; 2]),
+    a: (Vec<T>, usize),
+    b: (Vec<T>, usize),
+    c: (Vec<T>, usize),
+}
+
+impl<T: Element> GemmRun<T> {
+    /// Allocates and fills the operands of an `m×n×k` GEMM in `layout`'s class.
+    pub fn new((m, n, k): (usize, usize, usize), layout: GemmLayout) -> Result<Self> {
+        Ok(GemmRun {
+            shape: (m, n, k),
+            strides: layout.strides(m, n, k),
+            a: filled::<T>(m * k, 7, 0.25)?,
+            b: filled::<T>(k * n, 5, 0.5)?,
+            c: zeroed_aligned::<T>(m * n, "GEMM timing result")?,
+        })
+    }
+
+    /// Seconds of one call by `library` on `threads` threads.
+    pub fn time(&mut self, library: GemmLibrary, threads: usize) -> f64 {
+        let (m, n, k) = self.shape;
+        let ([a_rs, a_cs], [b_rs, b_cs]) = self.strides;
+        let ((a, oa), (b, ob)) = (&self.a, &self.b);
+        let (c, oc) = (&mut self.c.0, self.c.1);
         let t = Instant::now();
-        // SAFETY: dense m×k and k×n buffers (row- or column-major as `layout` says) and a
-        // row-major m×n one of exactly those sizes; C is private.
+        // SAFETY: `new` allocated dense m×k and k×n buffers (row- or column-major as the
+        // strides say) and a row-major m×n one, each from its aligned offset on; C is
+        // private to `self` and borrowed mutably here.
         unsafe {
             gemm(
                 library,
@@ -50,12 +76,12 @@ fn time_typed<T: Element>(
                 k,
                 T::one(),
                 Mat {
-                    ptr: a.as_ptr().add(oa),
+                    ptr: a.as_ptr().add(*oa),
                     rs: a_rs,
                     cs: a_cs,
                 },
                 Mat {
-                    ptr: b.as_ptr().add(ob),
+                    ptr: b.as_ptr().add(*ob),
                     rs: b_rs,
                     cs: b_cs,
                 },
@@ -67,10 +93,28 @@ fn time_typed<T: Element>(
                 },
             );
         }
-        best = best.min(t.elapsed().as_secs_f64());
+        let s = t.elapsed().as_secs_f64();
+        std::hint::black_box(&self.c);
+        s
     }
-    std::hint::black_box(&c);
-    Ok(best)
+
+    /// Sum of C's real parts (a result the optimizer cannot drop, and a check in tests).
+    pub fn checksum(&self) -> f64 {
+        self.c.0[self.c.1..].iter().map(|x| x.re()).sum()
+    }
+}
+
+fn time_typed<T: Element>(
+    library: GemmLibrary,
+    shape: (usize, usize, usize),
+    layout: GemmLayout,
+    threads: usize,
+    repeat: usize,
+) -> Result<f64> {
+    let mut run = GemmRun::<T>::new(shape, layout)?;
+    Ok((0..repeat.max(1) + 1)
+        .map(|_| run.time(library, threads))
+        .fold(f64::INFINITY, f64::min))
 }
 
 /// Best-of-`repeat` seconds of one row-major `m×n×k` GEMM (`C = A·B`) by `library` on
@@ -144,6 +188,8 @@ pub fn calibrate_gemm(profile: &mut Profile, threads: usize, max_flops: f64) -> 
             } else {
                 &GemmLayout::ALL
             };
+            // the row-major class's compute rate, shared by the others (`fit_with_flop`)
+            let mut row_flop = None;
             for &layout in layouts {
                 // The other layouts' compute-bound rates are fitted up to a quarter of the
                 // budget (an eighth of the time per square size).
@@ -164,7 +210,14 @@ pub fn calibrate_gemm(profile: &mut Profile, threads: usize, max_flops: f64) -> 
                     layout,
                     ..GemmCoeffs::nominal(library, dtype, threads, profile)
                 };
-                fitted.push(GemmCoeffs::fit(&samples, &fallback));
+                let fit = match row_flop {
+                    Some(flop) => GemmCoeffs::fit_with_flop(&samples, &fallback, flop),
+                    None => GemmCoeffs::fit(&samples, &fallback),
+                };
+                if layout == GemmLayout::ROW {
+                    row_flop = Some(fit.flop);
+                }
+                fitted.push(fit);
             }
         }
     }

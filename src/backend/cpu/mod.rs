@@ -7,5 +7,5 @@ mod execute;
 mod gemm;
 pub(crate) mod gett;
 
-pub use calibrate::{calibrate_gemm, calibrate_gemm_concurrency, time_gemm, time_gemm_in};
+pub use calibrate::{calibrate_gemm, calibrate_gemm_concurrency, time_gemm, time_gemm_in, GemmRun};
 pub use execute::StepTimes;

@@ -26,7 +26,9 @@ pub struct ContractBenchArgs {
     /// Threads for the contraction and the reference GEMM (default: all cores).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
-    /// Timed executions per case and candidate, each after one untimed warm-up execution; the best is reported.
+    /// Timed rounds per case, after one untimed warm-up execution of each plan and GEMM; on the
+    /// CPU a round runs every timed candidate and the reference GEMMs once, interleaved. The
+    /// best of each is reported.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub repeat: usize,
     /// Multiply every extent by this factor (e.g. 0.5 for a quick run).

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use num_complex::{Complex32, Complex64};
 
-use crate::backend::cpu::GemmRun;
+use crate::backend::cpu::GemmTimer;
 use crate::error::{Error, Result};
 use crate::model::{GemmLayout, GemmLibrary};
 use crate::plan::{PlanOptions, StepCosts};
@@ -296,7 +296,7 @@ fn run_typed<T: Element>(case: &ContractCase, o: &ContractBenchOptions) -> Resul
         None => vec![chosen_index],
     };
     let (_, m, n, k) = plan.gemm_shape();
-    let mut reference = GemmRun::<T>::new((m, n, k), GemmLayout::ROW)?;
+    let mut reference = GemmTimer::<T>::new((m, n, k), GemmLayout::ROW)?;
     let mut cv = StridedViewMut::from_slice(&mut c, lc.clone(), 0)?;
     let mut run = |plan: &mut ContractionPlan, i: usize| -> Result<(f64, crate::StepTimes)> {
         // a plan without candidates (nothing to choose) runs as it is

@@ -31,13 +31,13 @@ fn filled<T: Element>(len: usize, modulus: usize, step: f64) -> Result<(Vec<T>, 
 /// falls on both, not on whichever ran during it.
 ///
 /// ```
-/// use ttgt::{backend::cpu::GemmRun, model::{GemmLayout, GemmLibrary}};
-/// let mut g = GemmRun::<f64>::new((64, 48, 80), GemmLayout::ROW).unwrap();
+/// use ttgt::{backend::cpu::GemmTimer, model::{GemmLayout, GemmLibrary}};
+/// let mut g = GemmTimer::<f64>::new((64, 48, 80), GemmLayout::ROW).unwrap();
 /// let t = g.time(GemmLibrary::Gemm, 1);
 /// assert!(t > 0.0);
 /// assert!(g.checksum() != 0.0); // C holds the product of the filled operands
 /// ```
-pub struct GemmRun<T: Element> {
+pub struct GemmTimer<T: Element> {
     shape: (usize, usize, usize),
     strides: ([isize; 2], [isize; 2]),
     a: (Vec<T>, usize),
@@ -45,10 +45,10 @@ pub struct GemmRun<T: Element> {
     c: (Vec<T>, usize),
 }
 
-impl<T: Element> GemmRun<T> {
+impl<T: Element> GemmTimer<T> {
     /// Allocates and fills the operands of an `m×n×k` GEMM in `layout`'s class.
     pub fn new((m, n, k): (usize, usize, usize), layout: GemmLayout) -> Result<Self> {
-        Ok(GemmRun {
+        Ok(GemmTimer {
             shape: (m, n, k),
             strides: layout.strides(m, n, k),
             a: filled::<T>(m * k, 7, 0.25)?,
@@ -111,7 +111,7 @@ fn time_typed<T: Element>(
     threads: usize,
     repeat: usize,
 ) -> Result<f64> {
-    let mut run = GemmRun::<T>::new(shape, layout)?;
+    let mut run = GemmTimer::<T>::new(shape, layout)?;
     Ok((0..repeat.max(1) + 1)
         .map(|_| run.time(library, threads))
         .fold(f64::INFINITY, f64::min))

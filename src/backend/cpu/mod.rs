@@ -7,5 +7,7 @@ mod execute;
 mod gemm;
 pub(crate) mod gett;
 
-pub use calibrate::{calibrate_gemm, calibrate_gemm_concurrency, time_gemm, time_gemm_in, GemmRun};
+pub use calibrate::{
+    calibrate_gemm, calibrate_gemm_concurrency, time_gemm, time_gemm_in, GemmTimer,
+};
 pub use execute::StepTimes;

@@ -301,7 +301,12 @@ impl GemmCoeffs {
             .filter(|s| s.3 > 0.0 && s.0 > 0 && s.1 > 0)
             .map(|&(m, n, k, t)| features(fallback.dtype, m, n, k).map(|x| x / t))
             .collect();
-        let x = solve_ridge(&rows);
+        Self::from_solution(solve_ridge(&rows), fallback)
+    }
+
+    /// Coefficients from a least-squares solution in feature order; those it left
+    /// undetermined, negative or infinite keep the `fallback`'s values.
+    fn from_solution(x: [Option<f64>; 5], fallback: &GemmCoeffs) -> GemmCoeffs {
         let pick = |i: usize, d: f64| match x[i] {
             Some(v) if v > 0.0 && v.is_finite() => v,
             _ => d,
@@ -354,20 +359,9 @@ impl GemmCoeffs {
                 )
             })
             .unzip();
-        let x = solve_ridge_to(&rows, &targets);
-        let pick = |i: usize, d: f64| match x[i] {
-            Some(v) if v > 0.0 && v.is_finite() => v,
-            _ => d,
-        };
-        GemmCoeffs {
-            call: pick(0, fallback.call),
-            flop,
-            a: pick(2, fallback.a),
-            b: pick(3, fallback.b),
-            c: pick(4, fallback.c),
-            measured: true,
-            ..fallback.clone()
-        }
+        let mut x = solve_ridge_to(&rows, &targets);
+        x[1] = Some(flop);
+        Self::from_solution(x, fallback)
     }
 }
 

@@ -713,9 +713,9 @@ fn calibrate_dry_run() {
     }
 }
 
-/// `ttgt calibrate --gemm-concurrency-only --threads 2 --dry-run` measures one
-/// concurrent-call factor per element type and operand layout class for the `gemm` crate
-/// and keeps the rest.
+/// `ttgt calibrate --gemm-concurrency-only --threads 2 --dry-run` (with short probe rounds)
+/// measures one concurrent-call factor per element type and operand layout class for the
+/// `gemm` crate and keeps the rest; a `--probe-ms` of zero is a usage error.
 #[test]
 fn calibrate_gemm_concurrency_only() {
     let out = ok(&[
@@ -723,6 +723,8 @@ fn calibrate_gemm_concurrency_only() {
         "--gemm-concurrency-only",
         "--threads",
         "2",
+        "--probe-ms",
+        "0.5",
         "--dry-run",
     ]);
     let p = ttgt::model::Profile::from_json(&out).unwrap();
@@ -749,15 +751,41 @@ fn calibrate_gemm_concurrency_only() {
         assert_eq!(c.at.len(), 48, "one factor per probe shape");
         assert!(c.at.iter().all(|s| (0.5..=4.0).contains(&s.factor)));
     }
+    let o = Command::new(env!("CARGO_BIN_EXE_ttgt"))
+        .args(["calibrate", "--gemm-concurrency-only", "--probe-ms", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--probe-ms"), "{}", stderr(&o));
+}
+
+/// `ttgt calibrate <args> --dry-run` over a stored profile `stored` (its own file, named by
+/// `TTGT_PROFILE`): the printed profile, after checking that the run succeeded and that a dry
+/// run left the stored file untouched.
+fn calibrate_over(stored: &ttgt::model::Profile, args: &[&str]) -> ttgt::model::Profile {
+    static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("ttgt-cal-{}-{run}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("profile.json");
+    std::fs::write(&path, stored.to_json()).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_ttgt"))
+        .arg("calibrate")
+        .args(args)
+        .arg("--dry-run")
+        .env("TTGT_PROFILE", &path)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), stored.to_json());
+    let _ = std::fs::remove_dir_all(&dir);
+    ttgt::model::Profile::from_json(&stdout(&o)).unwrap()
 }
 
 /// `ttgt calibrate --transpose-only --dry-run` re-fits the transposition factors at one
 /// thread and at `--threads`, and keeps the stored profile's GEMM model.
 #[test]
 fn calibrate_transpose_only_keeps_gemm() {
-    let dir = std::env::temp_dir().join(format!("ttgt-cal-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("profile.json");
     let mut stored = ttgt::model::Profile::builtin(vec![10.0, 12.0]);
     stored.gemm_concurrent.push(ttgt::model::ConcurrentGemm {
         library: ttgt::model::GemmLibrary::Gemm,
@@ -773,22 +801,10 @@ fn calibrate_transpose_only_keeps_gemm() {
             factor: 1.5,
         }],
     });
-    std::fs::write(&path, stored.to_json()).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_ttgt"))
-        .args([
-            "calibrate",
-            "--transpose-only",
-            "--threads",
-            "2",
-            "--mib",
-            "4",
-            "--dry-run",
-        ])
-        .env("TTGT_PROFILE", &path)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let p = ttgt::model::Profile::from_json(&stdout(&o)).unwrap();
+    let p = calibrate_over(
+        &stored,
+        &["--transpose-only", "--threads", "2", "--mib", "4"],
+    );
     assert!(p.calibrated);
     assert_eq!(p.gemm_concurrent, stored.gemm_concurrent);
     let counts: Vec<usize> = p.transpose_at.iter().map(|(n, _)| *n).collect();
@@ -806,9 +822,37 @@ fn calibrate_transpose_only_keeps_gemm() {
             assert!((0.02..=1.5).contains(&f), "{c:?}");
         }
     }
-    // the stored file is untouched by a dry run
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), stored.to_json());
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `ttgt calibrate --gemm-only --dry-run` re-fits the GEMM model for the thread count and
+/// keeps the stored profile's copy bandwidth and transposition factors.
+#[test]
+fn calibrate_gemm_only_keeps_transposition() {
+    let stored = ttgt::model::Profile::builtin(vec![10.0, 12.0]);
+    assert!(stored.gemm.is_empty());
+    let p = calibrate_over(
+        &stored,
+        &["--gemm-only", "--threads", "1", "--gemm-mflop", "2"],
+    );
+    assert_eq!(p.copy, stored.copy);
+    assert_eq!(p.transpose, stored.transpose);
+    assert_eq!(p.transpose_at, stored.transpose_at);
+    // every element type, one thread, a positive compute cost
+    for dtype in [
+        ttgt::DType::F32,
+        ttgt::DType::F64,
+        ttgt::DType::C32,
+        ttgt::DType::C64,
+    ] {
+        assert!(
+            p.gemm
+                .iter()
+                .any(|g| g.dtype == dtype && g.threads == 1 && g.flop > 0.0),
+            "{dtype:?}: {:?}",
+            p.gemm
+        );
+    }
+    assert!(p.gemm.iter().all(|g| g.threads == 1));
 }
 
 /// `ttgt bench inplace --json` on two tiny explicit cases prints one JSON line per case with

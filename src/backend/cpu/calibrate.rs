@@ -163,6 +163,66 @@ pub fn time_gemm_in(
     }
 }
 
+/// Rounds of [`time_shapes_in`]: each round times every shape once, so a slow spell of a
+/// shared host lasting less than a round falls on one sample of each shape, not on all of
+/// one shape's samples (the compute rate fitted at 2 threads on the Zen 5 host came out at
+/// 90 and at 70 GFLOP/s in two calibrations an hour apart when every shape's repetitions
+/// ran back to back).
+const CALIBRATION_ROUNDS: usize = 3;
+
+/// Operands up to this many bytes get an untimed call before each timed one, so that every
+/// timing starts with them in cache, as back-to-back repetitions did; larger ones stream
+/// from memory either way.
+const WARM_BYTES: usize = 4 << 20;
+
+/// Best seconds of one call for each of `shapes`, measured in [`CALIBRATION_ROUNDS`]
+/// interleaved rounds after one untimed call of each (see [`GemmTimer`]). Calls of more
+/// than 2 GFLOP are timed in the first two rounds only: they vary little and dominate the
+/// calibration's time.
+fn time_shapes_typed<T: Element>(
+    library: GemmLibrary,
+    shapes: &[(usize, usize, usize)],
+    layout: GemmLayout,
+    threads: usize,
+) -> Result<Vec<f64>> {
+    let mut timers = shapes
+        .iter()
+        .map(|&s| GemmTimer::<T>::new(s, layout))
+        .collect::<Result<Vec<_>>>()?;
+    for t in &mut timers {
+        t.time(library, threads);
+    }
+    let mut best = vec![f64::INFINITY; shapes.len()];
+    for round in 0..CALIBRATION_ROUNDS {
+        for ((&(m, n, k), timer), b) in shapes.iter().zip(&mut timers).zip(&mut best) {
+            if round >= 2 && 2.0 * (m * n * k) as f64 > 2e9 {
+                continue;
+            }
+            if (m * k + k * n + m * n) * std::mem::size_of::<T>() <= WARM_BYTES {
+                timer.time(library, threads);
+            }
+            *b = b.min(timer.time(library, threads));
+        }
+    }
+    Ok(best)
+}
+
+/// [`time_shapes_typed`] for `dtype`.
+fn time_shapes_in(
+    library: GemmLibrary,
+    dtype: DType,
+    shapes: &[(usize, usize, usize)],
+    layout: GemmLayout,
+    threads: usize,
+) -> Result<Vec<f64>> {
+    match dtype {
+        DType::F32 => time_shapes_typed::<f32>(library, shapes, layout, threads),
+        DType::F64 => time_shapes_typed::<f64>(library, shapes, layout, threads),
+        DType::C32 => time_shapes_typed::<Complex32>(library, shapes, layout, threads),
+        DType::C64 => time_shapes_typed::<Complex64>(library, shapes, layout, threads),
+    }
+}
+
 /// Measures every library and element type on the training shapes (at most `max_flops` real
 /// flops each, a quarter of that for complex types) at `threads` threads and fits the GEMM
 /// model, for each operand layout class ([`GemmLayout`]; our own library, which only the
@@ -198,14 +258,12 @@ pub fn calibrate_gemm(profile: &mut Profile, threads: usize, max_flops: f64) -> 
                 } else {
                     gemm_training_shapes(budget / 4.0)
                 };
-                let mut samples = Vec::new();
-                for s in shapes {
-                    // long calls vary little: fewer repetitions
-                    let flops = 2.0 * (s.0 * s.1 * s.2) as f64;
-                    let repeat = if flops > 2e9 { 1 } else { 3 };
-                    let t = time_gemm_in(library, dtype, s, layout, threads, repeat)?;
-                    samples.push((s.0, s.1, s.2, t));
-                }
+                let times = time_shapes_in(library, dtype, &shapes, layout, threads)?;
+                let samples: Vec<_> = shapes
+                    .iter()
+                    .zip(times)
+                    .map(|(s, t)| (s.0, s.1, s.2, t))
+                    .collect();
                 let fallback = GemmCoeffs {
                     layout,
                     ..GemmCoeffs::nominal(library, dtype, threads, profile)
@@ -226,21 +284,68 @@ pub fn calibrate_gemm(profile: &mut Profile, threads: usize, max_flops: f64) -> 
     Ok(())
 }
 
-/// Seconds per call of `threads` threads each running `calls` single-threaded calls of an
-/// `m×n×k` GEMM by `library` with A and B in `layout`'s class and C row-major, back to
-/// back, as the tasks of a parallel loop do: each call writes its own block of C, cycling
-/// through enough blocks (about 32 MiB per thread) that they go to memory, as a loop's C
-/// blocks do, and reads its own block of A, cycling through 32 MiB per thread as well
-/// ([`OperandSource::Memory`]) or through 2 MiB ([`OperandSource::Cache`]: an A small enough
-/// to stay in the last-level cache); with [`OperandSource::Resident`], A cycles through
-/// 2 MiB and C through 256 KiB per thread, as a tiled write-back's calls write their block
-/// buffer again and again. B is shared. Best of `repeat` rounds after one warm-up round.
+/// Seconds of calls per thread in each round of the concurrent-call probe by default
+/// ([`calibrate_gemm_concurrency`]): long enough that waking the threads does not count.
+pub const CONCURRENCY_ROUND_SECONDS: f64 = 5e-3;
+
+/// An aligned buffer and the offset its aligned elements start at ([`zeroed_aligned`]).
+type Aligned<T> = (Vec<T>, usize);
+
+/// The operands of the concurrent-call probe for one element type, allocated and filled
+/// once and reused by every shape, layout class and operand source (allocating and filling
+/// 64 MiB per thread for each of the probe's 1 536 measurements took most of its time): per
+/// thread an A and a C region of at least 32 MiB (the cycle of [`OperandSource::Memory`];
+/// the others cycle through a prefix), and one shared B.
+struct ProbeBuffers<T: Element> {
+    b: Aligned<T>,
+    /// Each thread's A and C.
+    sets: Vec<(Aligned<T>, Aligned<T>)>,
+    /// Elements of each thread's A and C region.
+    a_len: usize,
+    c_len: usize,
+}
+
+impl<T: Element> ProbeBuffers<T> {
+    /// Buffers for `threads` threads, large enough for every one of `shapes`.
+    fn new(shapes: &[(usize, usize, usize)], threads: usize) -> Result<Self> {
+        let es = std::mem::size_of::<T>();
+        let most = |f: fn(&(usize, usize, usize)) -> usize| shapes.iter().map(f).max().unwrap_or(1);
+        let a_len = most(|s| s.0 * s.2).max((32 << 20) / es);
+        let c_len = most(|s| s.0 * s.1).max((32 << 20) / es);
+        let b = filled::<T>(most(|s| s.2 * s.1), 5, 0.5)?;
+        let sets = (0..threads)
+            .map(|_| {
+                Ok((
+                    filled::<T>(a_len, 7, 0.25)?,
+                    zeroed_aligned::<T>(c_len, "GEMM timing result")?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ProbeBuffers {
+            b,
+            sets,
+            a_len,
+            c_len,
+        })
+    }
+}
+
+/// Seconds per call of `threads` threads (one per set of `buf`) each running `calls`
+/// single-threaded calls of an `m×n×k` GEMM by `library` with A and B in `layout`'s class
+/// and C row-major, back to back, as the tasks of a parallel loop do: each call writes its
+/// own block of C, cycling through enough blocks (about 32 MiB per thread) that they go to
+/// memory, as a loop's C blocks do, and reads its own block of A, cycling through 32 MiB per
+/// thread as well ([`OperandSource::Memory`]) or through 2 MiB ([`OperandSource::Cache`]: an
+/// A small enough to stay in the last-level cache); with [`OperandSource::Resident`], A
+/// cycles through 2 MiB and C through 256 KiB per thread, as a tiled write-back's calls
+/// write their block buffer again and again. B is shared. Best of `repeat` rounds after one
+/// warm-up round.
 fn time_concurrent_typed<T: Element>(
+    buf: &mut ProbeBuffers<T>,
     library: GemmLibrary,
     (m, n, k): (usize, usize, usize),
     layout: GemmLayout,
     operands: OperandSource,
-    threads: usize,
     calls: usize,
     repeat: usize,
 ) -> Result<f64> {
@@ -253,27 +358,27 @@ fn time_concurrent_typed<T: Element>(
     };
     let count = |bytes: usize, len: usize| (bytes / (len * es).max(1)).clamp(1, calls.max(1));
     let (a_blocks, c_blocks) = (count(a_bytes, m * k), count(c_bytes, m * n));
-    let (b, ob) = filled::<T>(k * n, 5, 0.5)?;
-    let mut sets = Vec::with_capacity(threads);
-    for _ in 0..threads {
-        let a = filled::<T>(a_blocks * m * k, 7, 0.25)?;
-        sets.push((
-            a,
-            zeroed_aligned::<T>(c_blocks * m * n, "GEMM timing result")?,
-        ));
+    // at least one block fits (`ProbeBuffers::new` sized them for the largest shape), and
+    // 32 MiB of blocks fit in 32 MiB
+    if a_blocks * m * k > buf.a_len || c_blocks * m * n > buf.c_len || k * n > buf.b.0.len() {
+        return Err(crate::error::Error::Unsupported(format!(
+            "GEMM probe shape {m}x{n}x{k} exceeds the probe's buffers"
+        )));
     }
-    let b = &b[ob..];
+    let b = &buf.b.0[buf.b.1..];
+    let sets = &mut buf.sets;
     let mut best = f64::INFINITY;
     for _ in 0..repeat.max(1) + 1 {
         let t = Instant::now();
-        on_threads(threads, || {
+        on_threads(sets.len(), || {
             sets.par_iter_mut().for_each(|((a, oa), (c, oc))| {
                 for call in 0..calls {
                     let a = &a[*oa + (call % a_blocks) * m * k..][..m * k];
                     let c = &mut c[*oc + (call % c_blocks) * m * n..][..m * n];
                     // SAFETY: dense m×k and k×n blocks (row- or column-major as `layout`
-                    // says) and a row-major m×n one of exactly those sizes; each thread
-                    // writes its own C blocks.
+                    // says) and a row-major m×n one of exactly those sizes (B's buffer holds
+                    // at least k×n elements, checked above); each thread writes its own C
+                    // blocks.
                     unsafe {
                         gemm(
                             library,
@@ -305,8 +410,65 @@ fn time_concurrent_typed<T: Element>(
         });
         best = best.min(t.elapsed().as_secs_f64() / calls.max(1) as f64);
     }
-    std::hint::black_box(&sets);
+    std::hint::black_box(&buf.sets);
     Ok(best)
+}
+
+/// The concurrent-call factors of one element type (see [`calibrate_gemm_concurrency`]),
+/// appended to `measured`.
+fn probe_concurrency_typed<T: Element>(
+    profile: &Profile,
+    library: GemmLibrary,
+    threads: usize,
+    round_seconds: f64,
+    measured: &mut Vec<ConcurrentGemm>,
+) -> Result<()> {
+    let shapes = concurrency_shapes();
+    let mut buf = ProbeBuffers::<T>::new(&shapes, threads)?;
+    // complex loops are rarer; their calls are priced from operands in memory
+    let sources: &[OperandSource] = if T::DTYPE.is_complex() {
+        &[OperandSource::Memory]
+    } else {
+        &[
+            OperandSource::Memory,
+            OperandSource::Cache,
+            OperandSource::Resident,
+        ]
+    };
+    for &operands in sources {
+        for layout in GemmLayout::ALL {
+            let co = gemm_coeffs_in(profile, library, T::DTYPE, 1, layout);
+            let mut log_sum = 0.0;
+            let mut at = Vec::with_capacity(shapes.len());
+            for &s in &shapes {
+                let priced = co.seconds(s.0, s.1, s.2).max(1e-9);
+                let calls = ((round_seconds / priced).ceil() as usize).clamp(1, 5000);
+                // calls far longer than a round vary little: best of one after the warm-up
+                let repeat = if priced > 4.0 * round_seconds { 1 } else { 3 };
+                let t =
+                    time_concurrent_typed(&mut buf, library, s, layout, operands, calls, repeat)?;
+                let f = (t / priced).clamp(0.5, 4.0);
+                log_sum += f.ln();
+                at.push(ShapeFactor {
+                    m: s.0,
+                    n: s.1,
+                    k: s.2,
+                    factor: f,
+                });
+            }
+            let factor = (log_sum / shapes.len() as f64).exp().clamp(0.5, 4.0);
+            measured.push(ConcurrentGemm {
+                library,
+                dtype: T::DTYPE,
+                threads,
+                layout,
+                operands,
+                factor,
+                at,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The shapes of the concurrent-call probe: the small and skinny calls that parallel loops
@@ -330,76 +492,33 @@ fn concurrency_shapes() -> Vec<(usize, usize, usize)> {
 /// of the [`concurrency_shapes`] and their geometric mean in `profile.gemm_concurrent`: with
 /// A's blocks read from memory and, for `f32` and `f64`, also from the last-level cache,
 /// with C written to memory or into blocks that stay in cache ([`OperandSource`]). Needs the
-/// one-thread GEMM coefficients ([`calibrate_gemm`] at 1 thread) first; about 55 s on 2
-/// cores.
+/// one-thread GEMM coefficients ([`calibrate_gemm`] at 1 thread) first. Each shape runs
+/// about `round_seconds` of calls per thread in each of four rounds (the CLI's default,
+/// [`CONCURRENCY_ROUND_SECONDS`], is long enough that waking the threads does not count);
+/// about 55 s on 2 cores at that default.
 ///
 /// ```no_run
+/// use ttgt::backend::cpu::{calibrate_gemm, calibrate_gemm_concurrency, CONCURRENCY_ROUND_SECONDS};
 /// let mut p = ttgt::model::profile();
-/// ttgt::backend::cpu::calibrate_gemm(&mut p, 1, 2e8).unwrap();
-/// ttgt::backend::cpu::calibrate_gemm_concurrency(&mut p, 2).unwrap();
+/// calibrate_gemm(&mut p, 1, 2e8).unwrap();
+/// calibrate_gemm_concurrency(&mut p, 2, CONCURRENCY_ROUND_SECONDS).unwrap();
 /// assert!(p.gemm_concurrent.iter().all(|c| c.factor > 0.0));
 /// ```
-pub fn calibrate_gemm_concurrency(profile: &mut Profile, threads: usize) -> Result<()> {
+pub fn calibrate_gemm_concurrency(
+    profile: &mut Profile,
+    threads: usize,
+    round_seconds: f64,
+) -> Result<()> {
     if threads < 2 {
         return Ok(());
     }
     let library = GemmLibrary::Gemm;
-    let shapes = concurrency_shapes();
     let mut measured = Vec::new();
-    for dtype in [DType::F32, DType::F64, DType::C32, DType::C64] {
-        // complex loops are rarer; their calls are priced from operands in memory
-        let sources: &[OperandSource] = if dtype.is_complex() {
-            &[OperandSource::Memory]
-        } else {
-            &[
-                OperandSource::Memory,
-                OperandSource::Cache,
-                OperandSource::Resident,
-            ]
-        };
-        for &operands in sources {
-            for layout in GemmLayout::ALL {
-                let co = gemm_coeffs_in(profile, library, dtype, 1, layout);
-                let mut log_sum = 0.0;
-                let mut at = Vec::with_capacity(shapes.len());
-                for &s in &shapes {
-                    let priced = co.seconds(s.0, s.1, s.2).max(1e-9);
-                    // about 5 ms of calls per thread and round, so that waking the threads
-                    // does not count
-                    let calls = ((5e-3 / priced).ceil() as usize).clamp(1, 5000);
-                    let (l, sh, th) = (layout, operands, threads);
-                    let t = match dtype {
-                        DType::F32 => time_concurrent_typed::<f32>(library, s, l, sh, th, calls, 3),
-                        DType::F64 => time_concurrent_typed::<f64>(library, s, l, sh, th, calls, 3),
-                        DType::C32 => {
-                            time_concurrent_typed::<Complex32>(library, s, l, sh, th, calls, 3)
-                        }
-                        DType::C64 => {
-                            time_concurrent_typed::<Complex64>(library, s, l, sh, th, calls, 3)
-                        }
-                    }?;
-                    let f = (t / priced).clamp(0.5, 4.0);
-                    log_sum += f.ln();
-                    at.push(ShapeFactor {
-                        m: s.0,
-                        n: s.1,
-                        k: s.2,
-                        factor: f,
-                    });
-                }
-                let factor = (log_sum / shapes.len() as f64).exp().clamp(0.5, 4.0);
-                measured.push(ConcurrentGemm {
-                    library,
-                    dtype,
-                    threads,
-                    layout,
-                    operands,
-                    factor,
-                    at,
-                });
-            }
-        }
-    }
+    let (p, rs, m) = (&*profile, round_seconds, &mut measured);
+    probe_concurrency_typed::<f32>(p, library, threads, rs, m)?;
+    probe_concurrency_typed::<f64>(p, library, threads, rs, m)?;
+    probe_concurrency_typed::<Complex32>(p, library, threads, rs, m)?;
+    probe_concurrency_typed::<Complex64>(p, library, threads, rs, m)?;
     profile
         .gemm_concurrent
         .retain(|c| !(c.library == library && c.threads == threads));

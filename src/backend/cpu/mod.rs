@@ -9,5 +9,6 @@ pub(crate) mod gett;
 
 pub use calibrate::{
     calibrate_gemm, calibrate_gemm_concurrency, time_gemm, time_gemm_in, GemmTimer,
+    CONCURRENCY_ROUND_SECONDS,
 };
 pub use execute::StepTimes;

@@ -421,6 +421,15 @@ pub struct CalibrateArgs {
     /// profile's GEMM model (after a change to the transposition engine).
     #[arg(long, conflicts_with_all = ["gemm_concurrency_only", "no_gemm"])]
     pub transpose_only: bool,
+    /// Only re-measure the GEMM model (rates at the thread count and at one thread, and the
+    /// concurrent-call slowdown), keeping the stored profile's copy bandwidth and
+    /// transposition factors.
+    #[arg(long, conflicts_with_all = ["gemm_concurrency_only", "no_gemm", "transpose_only"])]
+    pub gemm_only: bool,
+    /// Milliseconds of calls per thread and shape in each round of the concurrent-call
+    /// probe (shorter is quicker and noisier).
+    #[arg(long, value_name = "MS", default_value_t = ttgt::backend::cpu::CONCURRENCY_ROUND_SECONDS * 1e3)]
+    pub probe_ms: f64,
     /// Backend: cpu, or cuda (fits the GPU transpose model, stored per device name).
     #[arg(long, value_name = "BACKEND", default_value = "cpu")]
     pub backend: String,
@@ -432,9 +441,16 @@ pub fn calibrate(a: &CalibrateArgs) -> CliResult<()> {
         return crate::cuda::calibrate(a.mib, a.dry_run);
     }
     let threads = a.threads.unwrap_or_else(rayon::current_num_threads).max(1);
+    if !(a.probe_ms > 0.0 && a.probe_ms <= 1e4) {
+        return Err(CliError::new(format!(
+            "--probe-ms must be above 0 and at most 10000, got {}",
+            a.probe_ms
+        )));
+    }
+    let probe = a.probe_ms * 1e-3;
     let p = if a.gemm_concurrency_only {
         let mut p = ttgt::model::profile();
-        ttgt::backend::cpu::calibrate_gemm_concurrency(&mut p, threads)?;
+        ttgt::backend::cpu::calibrate_gemm_concurrency(&mut p, threads, probe)?;
         p
     } else if a.transpose_only {
         let stored = ttgt::model::profile();
@@ -443,14 +459,18 @@ pub fn calibrate(a: &CalibrateArgs) -> CliResult<()> {
         p.gemm_concurrent = stored.gemm_concurrent;
         p
     } else {
-        let mut p = ttgt::model::calibrate(a.mib.max(1) << 20, threads)?;
+        let mut p = if a.gemm_only {
+            ttgt::model::profile()
+        } else {
+            ttgt::model::calibrate(a.mib.max(1) << 20, threads)?
+        };
         if !a.no_gemm {
             let max_flops = (a.gemm_mflop * 1e6).max(1e6);
             ttgt::backend::cpu::calibrate_gemm(&mut p, threads, max_flops)?;
             if threads > 1 {
                 // parallel loops run single-threaded GEMMs, several at once
                 ttgt::backend::cpu::calibrate_gemm(&mut p, 1, max_flops)?;
-                ttgt::backend::cpu::calibrate_gemm_concurrency(&mut p, threads)?;
+                ttgt::backend::cpu::calibrate_gemm_concurrency(&mut p, threads, probe)?;
             }
         }
         p

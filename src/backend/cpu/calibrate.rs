@@ -175,16 +175,16 @@ const CALIBRATION_ROUNDS: usize = 3;
 /// from memory either way.
 const WARM_BYTES: usize = 4 << 20;
 
-/// Best seconds of one call for each of `shapes`, measured in [`CALIBRATION_ROUNDS`]
-/// interleaved rounds after one untimed call of each (see [`GemmTimer`]). Calls of more
-/// than 2 GFLOP are timed in the first two rounds only: they vary little and dominate the
-/// calibration's time.
+/// Best and worst seconds of one call for each of `shapes`, measured in
+/// [`CALIBRATION_ROUNDS`] interleaved rounds after one untimed call of each (see
+/// [`GemmTimer`]). Calls of more than 2 GFLOP are timed in the first two rounds only: they
+/// vary little and dominate the calibration's time.
 fn time_shapes_typed<T: Element>(
     library: GemmLibrary,
     shapes: &[(usize, usize, usize)],
     layout: GemmLayout,
     threads: usize,
-) -> Result<Vec<f64>> {
+) -> Result<Vec<(f64, f64)>> {
     let mut timers = shapes
         .iter()
         .map(|&s| GemmTimer::<T>::new(s, layout))
@@ -192,19 +192,26 @@ fn time_shapes_typed<T: Element>(
     for t in &mut timers {
         t.time(library, threads);
     }
-    let mut best = vec![f64::INFINITY; shapes.len()];
+    let mut range = vec![(f64::INFINITY, 0.0f64); shapes.len()];
     for round in 0..CALIBRATION_ROUNDS {
-        for ((&(m, n, k), timer), b) in shapes.iter().zip(&mut timers).zip(&mut best) {
+        for ((&(m, n, k), timer), r) in shapes.iter().zip(&mut timers).zip(&mut range) {
             if round >= 2 && 2.0 * (m * n * k) as f64 > 2e9 {
                 continue;
             }
             if (m * k + k * n + m * n) * std::mem::size_of::<T>() <= WARM_BYTES {
                 timer.time(library, threads);
             }
-            *b = b.min(timer.time(library, threads));
+            let t = timer.time(library, threads);
+            *r = (r.0.min(t), r.1.max(t));
         }
     }
-    Ok(best)
+    Ok(range)
+}
+
+/// The median of `spreads` (0 when empty).
+fn median(mut spreads: Vec<f64>) -> f64 {
+    spreads.sort_by(f64::total_cmp);
+    spreads.get(spreads.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// [`time_shapes_typed`] for `dtype`.
@@ -214,7 +221,7 @@ fn time_shapes_in(
     shapes: &[(usize, usize, usize)],
     layout: GemmLayout,
     threads: usize,
-) -> Result<Vec<f64>> {
+) -> Result<Vec<(f64, f64)>> {
     match dtype {
         DType::F32 => time_shapes_typed::<f32>(library, shapes, layout, threads),
         DType::F64 => time_shapes_typed::<f64>(library, shapes, layout, threads),
@@ -227,15 +234,20 @@ fn time_shapes_in(
 /// flops each, a quarter of that for complex types) at `threads` threads and fits the GEMM
 /// model, for each operand layout class ([`GemmLayout`]; our own library, which only the
 /// GETT engine and forced plans use, for row-major operands only). Replaces the entries for
-/// `threads` in `profile.gemm`. Takes tens of seconds at the CLI's default budget.
+/// `threads` in `profile.gemm`. Returns how much the samples varied between rounds: the
+/// median over shapes of 100 MFLOP or more of (slowest round / fastest round − 1). On a quiet
+/// machine it is a few per cent; tens of per cent mean that other work shared the cores or
+/// the memory, and the fit (which uses the fastest round) may price this machine's quiet
+/// state only in part. Takes minutes at the CLI's default budget.
 ///
 /// ```no_run
 /// let mut p = ttgt::model::profile();
-/// ttgt::backend::cpu::calibrate_gemm(&mut p, 1, 2e8).unwrap();
-/// assert!(!p.gemm.is_empty());
+/// let spread = ttgt::backend::cpu::calibrate_gemm(&mut p, 1, 2e8).unwrap();
+/// assert!(!p.gemm.is_empty() && spread >= 0.0);
 /// ```
-pub fn calibrate_gemm(profile: &mut Profile, threads: usize, max_flops: f64) -> Result<()> {
+pub fn calibrate_gemm(profile: &mut Profile, threads: usize, max_flops: f64) -> Result<f64> {
     let mut fitted = Vec::new();
+    let mut spreads = Vec::new();
     for dtype in [DType::F32, DType::F64, DType::C32, DType::C64] {
         for library in GemmLibrary::measured(dtype) {
             let budget = if matches!(dtype, DType::C32 | DType::C64) {
@@ -259,10 +271,16 @@ pub fn calibrate_gemm(profile: &mut Profile, threads: usize, max_flops: f64) -> 
                     gemm_training_shapes(budget / 4.0)
                 };
                 let times = time_shapes_in(library, dtype, &shapes, layout, threads)?;
+                for (s, &(best, worst)) in shapes.iter().zip(&times) {
+                    // calls long enough that the clock's resolution does not count
+                    if 2.0 * (s.0 * s.1 * s.2) as f64 >= 1e8 && best > 0.0 {
+                        spreads.push(worst / best - 1.0);
+                    }
+                }
                 let samples: Vec<_> = shapes
                     .iter()
                     .zip(times)
-                    .map(|(s, t)| (s.0, s.1, s.2, t))
+                    .map(|(s, (best, _))| (s.0, s.1, s.2, best))
                     .collect();
                 let fallback = GemmCoeffs {
                     layout,
@@ -281,7 +299,7 @@ pub fn calibrate_gemm(profile: &mut Profile, threads: usize, max_flops: f64) -> 
     }
     profile.gemm.retain(|g| g.threads != threads);
     profile.gemm.extend(fitted);
-    Ok(())
+    Ok(median(spreads))
 }
 
 /// Seconds of calls per thread in each round of the concurrent-call probe by default

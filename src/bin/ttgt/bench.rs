@@ -435,6 +435,41 @@ pub struct CalibrateArgs {
     pub backend: String,
 }
 
+/// Median spread of the GEMM samples between calibration rounds above which `ttgt calibrate`
+/// warns: a few per cent on a quiet machine.
+const BUSY_SPREAD: f64 = 0.15;
+
+/// Signs in a calibration's own numbers that other work shared the machine while it ran:
+/// more threads copying slower than one (`copy`: GB/s for 1, 2, ... threads; empty when not
+/// measured in this run), or GEMM samples that varied by more than [`BUSY_SPREAD`] between
+/// rounds (`spreads`: per thread count, from `calibrate_gemm`).
+fn load_warnings(copy: &[f64], spreads: &[(usize, f64)]) -> Vec<String> {
+    let mut w = Vec::new();
+    if let Some((&one, more)) = copy.split_first() {
+        for (i, &gbps) in more.iter().enumerate() {
+            if gbps < 0.95 * one {
+                w.push(format!(
+                    "the copy bandwidth at {} threads ({gbps:.1} GB/s) came out below one \
+                     thread's ({one:.1} GB/s): other work was probably using the memory system; \
+                     calibrate again when the machine is quiet",
+                    i + 2
+                ));
+            }
+        }
+    }
+    for &(threads, spread) in spreads {
+        if spread > BUSY_SPREAD {
+            w.push(format!(
+                "GEMM timings at {threads} thread(s) varied by {:.0} % between rounds (median): \
+                 other work was probably running; the fit uses each shape's fastest round, but \
+                 calibrate again when the machine is quiet",
+                spread * 100.0
+            ));
+        }
+    }
+    w
+}
+
 /// Runs `ttgt calibrate`.
 pub fn calibrate(a: &CalibrateArgs) -> CliResult<()> {
     if crate::cuda::is_cuda(&a.backend)? {
@@ -448,6 +483,9 @@ pub fn calibrate(a: &CalibrateArgs) -> CliResult<()> {
         )));
     }
     let probe = a.probe_ms * 1e-3;
+    // (threads, median spread of the GEMM samples between rounds)
+    let mut spreads = Vec::new();
+    let measured_copy = !(a.gemm_concurrency_only || a.gemm_only);
     let p = if a.gemm_concurrency_only {
         let mut p = ttgt::model::profile();
         ttgt::backend::cpu::calibrate_gemm_concurrency(&mut p, threads, probe)?;
@@ -466,15 +504,21 @@ pub fn calibrate(a: &CalibrateArgs) -> CliResult<()> {
         };
         if !a.no_gemm {
             let max_flops = (a.gemm_mflop * 1e6).max(1e6);
-            ttgt::backend::cpu::calibrate_gemm(&mut p, threads, max_flops)?;
+            let s = ttgt::backend::cpu::calibrate_gemm(&mut p, threads, max_flops)?;
+            spreads.push((threads, s));
             if threads > 1 {
                 // parallel loops run single-threaded GEMMs, several at once
-                ttgt::backend::cpu::calibrate_gemm(&mut p, 1, max_flops)?;
+                let s = ttgt::backend::cpu::calibrate_gemm(&mut p, 1, max_flops)?;
+                spreads.push((1, s));
                 ttgt::backend::cpu::calibrate_gemm_concurrency(&mut p, threads, probe)?;
             }
         }
         p
     };
+    let copy = if measured_copy { &p.copy[..] } else { &[] };
+    for w in load_warnings(copy, &spreads) {
+        eprintln!("ttgt: warning: {w}");
+    }
     say(&p.to_json())?;
     if !a.dry_run {
         let path = p.save()?;
@@ -482,4 +526,19 @@ pub fn calibrate(a: &CalibrateArgs) -> CliResult<()> {
     }
     ttgt::model::set_profile(p);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_warnings_name_slow_copies_and_spread_rounds() {
+        assert!(load_warnings(&[30.0, 60.0], &[(2, 0.03), (1, 0.1)]).is_empty());
+        assert!(load_warnings(&[], &[]).is_empty());
+        let w = load_warnings(&[32.0, 22.6, 40.0], &[(2, 0.4)]);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("at 2 threads (22.6 GB/s)"), "{}", w[0]);
+        assert!(w[1].contains("2 thread(s) varied by 40 %"), "{}", w[1]);
+    }
 }

@@ -378,7 +378,10 @@ fn time_concurrent_typed<T: Element>(
     let (a_blocks, c_blocks) = (count(a_bytes, m * k), count(c_bytes, m * n));
     // at least one block fits (`ProbeBuffers::new` sized them for the largest shape), and
     // 32 MiB of blocks fit in 32 MiB
-    if a_blocks * m * k > buf.a_len || c_blocks * m * n > buf.c_len || k * n > buf.b.0.len() {
+    if a_blocks * m * k > buf.a_len
+        || c_blocks * m * n > buf.c_len
+        || k * n > buf.b.0.len() - buf.b.1
+    {
         return Err(crate::error::Error::Unsupported(format!(
             "GEMM probe shape {m}x{n}x{k} exceeds the probe's buffers"
         )));

@@ -19,7 +19,11 @@
 #define __device__ __attribute__((device))
 #define __shared__ __attribute__((shared))
 #define TTGT_INLINE __attribute__((device)) __attribute__((always_inline)) inline
-#define TTGT_BOUNDS(n) __attribute__((launch_bounds(n, 2)))
+// Minimum resident blocks per SM (caps registers at 65536 / (256 * TTGT_MIN_BLOCKS)).
+#ifndef TTGT_MIN_BLOCKS
+#define TTGT_MIN_BLOCKS 4
+#endif
+#define TTGT_BOUNDS(n) __attribute__((launch_bounds(n, TTGT_MIN_BLOCKS)))
 // Dynamic shared memory: one byte array aligned for the widest element.
 #define TTGT_EXTERN_SHARED(T, name)                                                   \
     extern __shared__ __attribute__((aligned(16))) unsigned char ttgt_dyn_smem[];     \
@@ -101,23 +105,16 @@ enum Meta {
     M_HEADER = 16  // outer dims follow: n[R], sa[R], sb[R]
 };
 
-// Outer (slice-selecting) dims, rank-specialised so that they live in registers. Dim 0 is
-// the outer part of the blocked input dim, dim 1 that of the blocked output dim (extent 1
-// when not blocked).
+// Outer (slice-selecting) dims, rank-specialised: the decode loop is unrolled over the R
+// dims. Their extents and strides are read from the meta table at each decode (uniform
+// loads that the cache serves; one decode per slice) rather than held in 3R registers,
+// which would cost the tile loops occupancy. Dim 0 is the outer part of the blocked input
+// dim, dim 1 that of the blocked output dim (extent 1 when not blocked).
 template <typename I, int R>
 struct Outer {
-    I n[R];
-    I sa[R];
-    I sb[R];
+    const I* __restrict__ m;
 
-    TTGT_INLINE void load(const I* __restrict__ meta) {
-#pragma unroll
-        for (int k = 0; k < R; ++k) {
-            n[k] = meta[M_HEADER + k];
-            sa[k] = meta[M_HEADER + R + k];
-            sb[k] = meta[M_HEADER + 2 * R + k];
-        }
-    }
+    TTGT_INLINE void load(const I* __restrict__ meta) { m = meta + M_HEADER; }
 
     // Decodes a linear slice number into base offsets and the digits of dims 0 and 1.
     TTGT_INLINE void decode(I lin, I& oa, I& ob, I& d0, I& d1) const {
@@ -127,11 +124,12 @@ struct Outer {
         d1 = 0;
 #pragma unroll
         for (int k = 0; k < R; ++k) {
-            I q = lin / n[k];
-            I d = lin - q * n[k];
+            const I n = m[k];
+            I q = lin / n;
+            I d = lin - q * n;
             lin = q;
-            oa += d * sa[k];
-            ob += d * sb[k];
+            oa += d * m[R + k];
+            ob += d * m[2 * R + k];
             if (k == 0) d0 = d;
             if (k == 1) d1 = d;
         }

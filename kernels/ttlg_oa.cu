@@ -11,6 +11,7 @@ namespace ttgt {
 template <typename T, typename I, int R>
 TTGT_INLINE void oa_body(const T* __restrict__ a, T* __restrict__ b, const I* __restrict__ meta,
                          T alpha, T beta, int mode) {
+    constexpr int U = 4;
     TTGT_EXTERN_SHARED(T, buf);
     Outer<I, R> o;
     o.load(meta);
@@ -35,30 +36,66 @@ TTGT_INLINE void oa_body(const T* __restrict__ a, T* __restrict__ b, const I* __
         o.decode(blk, oa, ob, d0, d1);
         const I nc = valid_extent(va, inner_a, na, ba, d0);
         const I nr = valid_extent(vb, inner_b, nb, bb, d1);
+        // Both copies are unrolled by U so that a thread has U loads in flight (the trip
+        // counts are known only at run time, so the compiler would not do it alone).
         if (narrow) {
             if (r_start < row_step && c_start < nc) {
                 const I ac = oa + *TTGT_CHECK(a_col + c_start);
-                for (I r = r_start; r < nr; r += row_step)
-                    buf[r * va + c_start] = *TTGT_CHECK(a + (ac + *TTGT_CHECK(a_row + r)));
+                for (I r = r_start; r < nr; r += U * row_step) {
+                    T v[U];
+#pragma unroll
+                    for (int u = 0; u < U; ++u) {
+                        const I rr = r + u * row_step;
+                        if (rr < nr) v[u] = *TTGT_CHECK(a + (ac + *TTGT_CHECK(a_row + rr)));
+                    }
+#pragma unroll
+                    for (int u = 0; u < U; ++u) {
+                        const I rr = r + u * row_step;
+                        if (rr < nr) buf[rr * va + c_start] = v[u];
+                    }
+                }
             }
         } else {
             for (I r = 0; r < nr; ++r) {
                 const I ar = oa + *TTGT_CHECK(a_row + r);
-                for (I c = c_start; c < nc; c += nthreads)
-                    buf[r * va + c] = *TTGT_CHECK(a + (ar + *TTGT_CHECK(a_col + c)));
+                for (I c = c_start; c < nc; c += U * nthreads) {
+                    T v[U];
+#pragma unroll
+                    for (int u = 0; u < U; ++u) {
+                        const I cc = c + u * nthreads;
+                        if (cc < nc) v[u] = *TTGT_CHECK(a + (ar + *TTGT_CHECK(a_col + cc)));
+                    }
+#pragma unroll
+                    for (int u = 0; u < U; ++u) {
+                        const I cc = c + u * nthreads;
+                        if (cc < nc) buf[r * va + cc] = v[u];
+                    }
+                }
             }
         }
         __syncthreads();
         const bool full = nc == va && nr == vb;
-        for (I e = tid; e < vol; e += nthreads) {
-            const I s = *TTGT_CHECK(sm_elem + e);
-            if (!full) {
-                // Partial slice: skip elements outside it (the "special instructions" of
-                // TTLG's model: one division per element, only in partial slices).
-                const I r = s / va;
-                if (r >= nr || s - r * va >= nc) continue;
+        for (I e0 = tid; e0 < vol; e0 += U * nthreads) {
+            I s[U], bo[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const I e = e0 + u * nthreads;
+                s[u] = -1;
+                if (e < vol) {
+                    s[u] = *TTGT_CHECK(sm_elem + e);
+                    bo[u] = *TTGT_CHECK(b_elem + e);
+                    if (!full) {
+                        // Partial slice: skip elements outside it (the "special
+                        // instructions" of TTLG's model: one division per element, only in
+                        // partial slices).
+                        const I r = s[u] / va;
+                        if (r >= nr || s[u] - r * va >= nc) s[u] = -1;
+                    }
+                }
             }
-            store(b + (ob + *TTGT_CHECK(b_elem + e)), buf[s], alpha, beta, mode);
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+                if (s[u] >= 0) store(b + (ob + bo[u]), buf[s[u]], alpha, beta, mode);
         }
         __syncthreads();
     }

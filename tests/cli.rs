@@ -937,6 +937,10 @@ fn bench_transpose_only_takes_a_list_of_names() {
     let digit = ttgt(&["bench", "transpose", "--all-perms", "3", "--only", "1"]);
     assert_eq!(digit.status.code(), Some(2), "{}", stderr(&digit));
     assert!(stderr(&digit).contains("no benchmark case selected"));
+    // forcing a TTLG schema is for the GPU bench only
+    let schema = ttgt(&["bench", "transpose", "--all-perms", "3", "--schema", "od"]);
+    assert_eq!(schema.status.code(), Some(2), "{}", stderr(&schema));
+    assert!(stderr(&schema).contains("--schema applies to --backend cuda only"));
 }
 
 #[test]

@@ -20,6 +20,16 @@ fn cuda_backend_without_gpu_is_a_clear_error() {
         &["bench", "transpose", "--backend", "cuda", "--only", "3"][..],
         &["bench", "contract", "--backend", "cuda", "--only", "1"],
         &["calibrate", "--backend", "cuda", "--dry-run"],
+        &[
+            "bench",
+            "transpose",
+            "--backend",
+            "cuda",
+            "--all-perms",
+            "3",
+            "--schema",
+            "oa",
+        ],
     ] {
         let (code, err) = ttgt(args);
         if code == 0 {

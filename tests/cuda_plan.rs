@@ -209,3 +209,40 @@ fn contraction_matricization() {
     assert!(p.pack_a.is_none() && p.pack_b.is_none() && p.unpack_c.is_none());
     assert!(p.describe().contains("in place"));
 }
+
+#[test]
+fn fvi_match_large_groups_rows_into_blocks() {
+    // ttc-29-like: a shared fastest dim of 44 (after widening to 16-byte elements rows stay
+    // short): a block takes a group of G rows, G = floor(256 * U / len) with U = 4 loads
+    // per thread for 8- and 16-byte elements, 8 for 4-byte ones, at most 64 rows.
+    for (sizes, dtype, plain, len, group) in [
+        (
+            vec![48usize, 28, 28, 8, 176],
+            DType::F32,
+            true,
+            44usize,
+            23usize,
+        ),
+        (vec![48, 28, 28, 8, 176], DType::F32, false, 176, 11),
+        (vec![40, 30, 32], DType::F32, false, 32, 64),
+        (vec![40, 30, 50], DType::F64, false, 50, 20),
+        (vec![3, 5, 20000], DType::F32, false, 20000, 1),
+    ] {
+        let perm: Vec<usize> = if sizes.len() == 5 {
+            vec![1, 3, 2, 0, 4]
+        } else {
+            vec![1, 0, 2]
+        };
+        let p = plan(&perm, &sizes, dtype, plain);
+        assert_eq!(p.schema, Schema::FviMatchLarge, "{sizes:?}");
+        let n0 = p.problem.dims[p.problem.fvi_in()].n;
+        assert_eq!(n0, len, "{sizes:?}");
+        assert_eq!(p.meta[5], group as i64, "rows per group {sizes:?}");
+        assert_eq!(p.block, [256, 1, 1]);
+        let groups = p.num_slices.div_ceil(group);
+        assert_eq!(
+            p.grid[0] as usize,
+            groups.min(DeviceProps::nominal().max_grid as usize)
+        );
+    }
+}

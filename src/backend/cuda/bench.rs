@@ -24,10 +24,23 @@ fn timed(dev: &Device, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     Ok(t.elapsed().as_secs_f64())
 }
 
+/// Calls whose device time one pair of events measures (their mean is one sample): enough
+/// for the host to queue the next call while the device runs the current one.
+const CALLS_PER_SAMPLE: usize = 4;
+
+/// Repeated-use time: after one untimed call, the best of `repeat` samples, each the mean
+/// device time of [`CALLS_PER_SAMPLE`] back-to-back calls between two CUDA events.
 fn best(dev: &Device, repeat: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    f()?;
     let mut b = f64::INFINITY;
     for _ in 0..repeat.max(1) {
-        b = b.min(timed(dev, &mut f)?);
+        let t = dev.time_on_stream(|| {
+            for _ in 0..CALLS_PER_SAMPLE {
+                f()?;
+            }
+            Ok(())
+        })?;
+        b = b.min(t / CALLS_PER_SAMPLE as f64);
     }
     Ok(b)
 }
@@ -48,60 +61,169 @@ pub fn copy_seconds(dev: &Device, bytes: usize, repeat: usize) -> Result<f64> {
     best(dev, repeat, || dev.copy_into(&src, &mut dst))
 }
 
-fn transpose_typed<T: Element>(
-    dev: &Device,
-    case: &TransposeCase,
-    repeat: usize,
-    beta: f64,
-) -> Result<TransposeResult> {
-    let a = ArrayD::<T>::from_elem(IxDyn(&case.sizes), T::one());
-    let da = dev.upload(&a)?;
-    let bshape: Vec<usize> = case.perm.iter().map(|&p| case.sizes[p]).collect();
-    let mut db = dev.zeros::<T>(&bshape)?;
-    let beta = T::from_f64(beta);
-    dev.clear_plan_cache();
-    let t0 = Instant::now();
-    let plan = dev.transpose_plan(
-        &case.perm,
-        da.layout(),
-        db.layout(),
-        T::DTYPE,
-        beta.is_exact_zero(),
-    )?;
-    let plan_seconds = t0.elapsed().as_secs_f64();
-    dev.clear_plan_cache();
-    let single = timed(dev, || {
-        dev.permute_into(&case.perm, T::one(), &da, beta, &mut db)
-    })?;
-    let seconds = best(dev, repeat, || {
-        dev.permute_into(&case.perm, T::one(), &da, beta, &mut db)
-    })?;
-    let bytes = a.len() * T::DTYPE.size_bytes();
-    let moved = if beta.is_exact_zero() {
-        2 * bytes
-    } else {
-        3 * bytes
-    };
-    let copy = copy_seconds(dev, bytes, repeat)?;
-    let gbps = moved as f64 / seconds / 1e9;
-    let copy_gbps = 2.0 * bytes as f64 / copy / 1e9;
-    Ok(TransposeResult {
-        case: case.name.clone(),
-        perm: case.perm.clone(),
-        sizes: case.sizes.clone(),
-        dtype: T::DTYPE,
-        seconds,
-        single_use_seconds: single,
-        plan_seconds,
-        gbps,
-        copy_gbps,
-        ratio: gbps / copy_gbps,
-        predicted_seconds: plan.predicted_seconds,
-        threads: dev.props().sm_count as usize,
-        plan: plan.describe(),
-        fused_rank: plan.problem.dims.len(),
-        hptt_seconds: None,
-    })
+/// Runs GPU transposition cases one after another, keeping what cases of the same shape can
+/// share: the uploaded input (the 720-permutation set uploads it once) and the copy
+/// reference of each byte count.
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::{bench::TransposeBench, device::Device};
+/// let dev = Device::new(0).unwrap();
+/// let mut tb = TransposeBench::new(&dev);
+/// for case in ttgt::bench::all_perms(4, 32).iter().take(3) {
+///     let r = tb.run(case, ttgt::DType::F32, 3, 0.0, None).unwrap();
+///     println!("{}: {:.2} of copy", r.case, r.ratio);
+/// }
+/// # }
+/// ```
+pub struct TransposeBench<'d> {
+    dev: &'d Device,
+    /// The last input uploaded: shape, type, tensor.
+    input: Option<(Vec<usize>, DType, Box<dyn std::any::Any>)>,
+    copies: Vec<(usize, f64)>,
+}
+
+impl<'d> TransposeBench<'d> {
+    /// A bench on `dev` with nothing uploaded yet.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::{bench::TransposeBench, device::Device};
+    /// let dev = Device::new(0).unwrap();
+    /// let _tb = TransposeBench::new(&dev);
+    /// # }
+    /// ```
+    pub fn new(dev: &'d Device) -> Self {
+        TransposeBench {
+            dev,
+            input: None,
+            copies: Vec::new(),
+        }
+    }
+
+    /// One case in `dtype`; `schema` forces a TTLG schema (an error where it does not apply).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::{bench::TransposeBench, device::Device, ttlg::Schema};
+    /// let dev = Device::new(0).unwrap();
+    /// let case = &ttgt::bench::all_perms(3, 64)[3];
+    /// let r = TransposeBench::new(&dev).run(case, ttgt::DType::F64, 3, 0.0, Some(Schema::OrthogonalArbitrary)).unwrap();
+    /// assert!(r.plan.starts_with("orthogonal-arbitrary"));
+    /// # }
+    /// ```
+    pub fn run(
+        &mut self,
+        case: &TransposeCase,
+        dtype: DType,
+        repeat: usize,
+        beta: f64,
+        schema: Option<Schema>,
+    ) -> Result<TransposeResult> {
+        match dtype {
+            DType::F32 => self.typed::<f32>(case, repeat, beta, schema),
+            DType::F64 => self.typed::<f64>(case, repeat, beta, schema),
+            DType::C32 => self.typed::<Complex32>(case, repeat, beta, schema),
+            DType::C64 => self.typed::<Complex64>(case, repeat, beta, schema),
+        }
+    }
+
+    fn copy(&mut self, bytes: usize, repeat: usize) -> Result<f64> {
+        if let Some(&(_, t)) = self.copies.iter().find(|(b, _)| *b == bytes) {
+            return Ok(t);
+        }
+        let t = copy_seconds(self.dev, bytes, repeat)?;
+        self.copies.push((bytes, t));
+        Ok(t)
+    }
+
+    fn typed<T: Element>(
+        &mut self,
+        case: &TransposeCase,
+        repeat: usize,
+        beta: f64,
+        schema: Option<Schema>,
+    ) -> Result<TransposeResult> {
+        let dev = self.dev;
+        let same = matches!(&self.input, Some((s, d, _)) if *s == case.sizes && *d == T::DTYPE);
+        if !same {
+            self.input = None; // free the old input first
+            let mut k = 0usize;
+            let a = ArrayD::<T>::from_shape_fn(IxDyn(&case.sizes), |_| {
+                k += 1;
+                T::from_f64((k % 7) as f64 + 1.0)
+            });
+            let da = dev.upload(&a)?;
+            self.input = Some((case.sizes.clone(), T::DTYPE, Box::new(da)));
+        }
+        let da = self
+            .input
+            .as_ref()
+            .and_then(|(_, _, t)| t.downcast_ref::<super::device::DeviceTensor<T>>())
+            .ok_or_else(|| Error::Gpu("benchmark input of another type".into()))?;
+        let bshape: Vec<usize> = case.perm.iter().map(|&p| case.sizes[p]).collect();
+        let mut db = dev.zeros::<T>(&bshape)?;
+        let beta = T::from_f64(beta);
+        let plain = beta.is_exact_zero();
+        dev.clear_plan_cache();
+        let la = Layout::row_major(&case.sizes)?;
+        let lb = Layout::row_major(&bshape)?;
+        let t0 = Instant::now();
+        let plan = match schema {
+            None => dev.transpose_plan(&case.perm, &la, &lb, T::DTYPE, plain)?,
+            Some(s) => {
+                let opts = TtlgOptions {
+                    schema: Some(s),
+                    model: Some(dev.model().clone()),
+                    ..TtlgOptions::default()
+                };
+                TtlgPlan::new(&case.perm, &la, &lb, T::DTYPE, plain, dev.props(), &opts)?
+            }
+        };
+        let plan_seconds = t0.elapsed().as_secs_f64();
+        let (single, seconds) = if schema.is_none() {
+            dev.clear_plan_cache();
+            let single = timed(dev, || {
+                dev.permute_into(&case.perm, T::one(), da, beta, &mut db)
+            })?;
+            let seconds = best(dev, repeat, || {
+                dev.permute_into(&case.perm, T::one(), da, beta, &mut db)
+            })?;
+            (single, seconds)
+        } else {
+            let t0 = Instant::now();
+            let p = dev.prepare(&plan)?;
+            dev.run_prepared(&p, T::one(), da, beta, &mut db)?;
+            dev.synchronize()?;
+            let single = t0.elapsed().as_secs_f64() + plan_seconds;
+            let seconds = best(dev, repeat, || {
+                dev.run_prepared(&p, T::one(), da, beta, &mut db)
+            })?;
+            (single, seconds)
+        };
+        let bytes = da.len() * T::DTYPE.size_bytes();
+        let moved = if plain { 2 * bytes } else { 3 * bytes };
+        let copy = self.copy(bytes, repeat)?;
+        let gbps = moved as f64 / seconds / 1e9;
+        let copy_gbps = 2.0 * bytes as f64 / copy / 1e9;
+        Ok(TransposeResult {
+            case: case.name.clone(),
+            perm: case.perm.clone(),
+            sizes: case.sizes.clone(),
+            dtype: T::DTYPE,
+            seconds,
+            single_use_seconds: single,
+            plan_seconds,
+            gbps,
+            copy_gbps,
+            ratio: gbps / copy_gbps,
+            predicted_seconds: plan.predicted_seconds,
+            threads: dev.props().sm_count as usize,
+            plan: plan.describe(),
+            fused_rank: plan.problem.dims.len(),
+            hptt_seconds: None,
+        })
+    }
 }
 
 /// One transposition case on the device (same result type and JSON keys as the CPU bench;
@@ -123,12 +245,7 @@ pub fn bench_transpose(
     repeat: usize,
     beta: f64,
 ) -> Result<TransposeResult> {
-    match dtype {
-        DType::F32 => transpose_typed::<f32>(dev, case, repeat, beta),
-        DType::F64 => transpose_typed::<f64>(dev, case, repeat, beta),
-        DType::C32 => transpose_typed::<Complex32>(dev, case, repeat, beta),
-        DType::C64 => transpose_typed::<Complex64>(dev, case, repeat, beta),
-    }
+    TransposeBench::new(dev).run(case, dtype, repeat, beta, None)
 }
 
 /// One contraction on the device beside a cuBLAS GEMM of the same shape.
@@ -276,7 +393,8 @@ pub fn calibrate(dev: &Device, mib: usize) -> Result<GpuModel> {
             else {
                 continue;
             };
-            let t = best(dev, 3, || dev.run_plan(&plan, 1.0f32, &a, 0.0, &mut b))?;
+            let p = dev.prepare(&plan)?;
+            let t = best(dev, 3, || dev.run_prepared(&p, 1.0f32, &a, 0.0, &mut b))?;
             samples.push((plan.features.clone(), t));
         }
     }

@@ -229,6 +229,39 @@ struct CachedPlan {
     meta: CudaSlice<u8>,
 }
 
+/// A TTLG plan with its meta table already on the device (see [`Device::prepare`]): launches
+/// of it copy nothing from the host, so they can be timed alone.
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::device::Device;
+/// let dev = Device::new(0).unwrap();
+/// let (la, lb) = (ttgt::Layout::row_major(&[40, 50]).unwrap(), ttgt::Layout::row_major(&[50, 40]).unwrap());
+/// let plan = dev.transpose_plan(&[1, 0], &la, &lb, ttgt::DType::F32, true).unwrap();
+/// let p = dev.prepare(&plan).unwrap();
+/// assert_eq!(p.plan().kernel, plan.kernel);
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct PreparedPlan(Arc<CachedPlan>);
+
+impl PreparedPlan {
+    /// The plan.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// let (la, lb) = (ttgt::Layout::row_major(&[8, 9]).unwrap(), ttgt::Layout::row_major(&[9, 8]).unwrap());
+    /// let plan = dev.transpose_plan(&[1, 0], &la, &lb, ttgt::DType::F64, false).unwrap();
+    /// assert!(dev.prepare(&plan).unwrap().plan().predicted_seconds > 0.0);
+    /// # }
+    /// ```
+    pub fn plan(&self) -> &TtlgPlan {
+        &self.0.plan
+    }
+}
+
 /// A CUDA device: context, stream, kernels, caches.
 ///
 /// ```no_run
@@ -551,8 +584,8 @@ impl Device {
                 None => {
                     let m = self
                         .ctx
-                        .load_module(Ptx::from_src(kernels::ptx(schema)))
-                        .map_err(gpu("loading the embedded PTX"))?;
+                        .load_module(Ptx::from_src(kernels::ptx_source(schema)?))
+                        .map_err(gpu("loading the kernels' PTX"))?;
                     mods.insert(schema, m.clone());
                     m
                 }
@@ -1073,15 +1106,108 @@ impl Device {
         beta: T,
         b: &mut DeviceTensor<T>,
     ) -> Result<()> {
+        let p = self.prepare(plan)?;
+        self.run_prepared(&p, alpha, a, beta, b)
+    }
+
+    /// Uploads a plan's meta table once, for launches that copy nothing from the host.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::{device::Device, ttlg::{Schema, TtlgOptions, TtlgPlan}};
+    /// let dev = Device::new(0).unwrap();
+    /// let (la, lb) = (ttgt::Layout::row_major(&[40, 50]).unwrap(), ttgt::Layout::row_major(&[50, 40]).unwrap());
+    /// let o = TtlgOptions { schema: Some(Schema::OrthogonalDistinct), ..TtlgOptions::default() };
+    /// let plan = TtlgPlan::new(&[1, 0], &la, &lb, ttgt::DType::F32, false, dev.props(), &o).unwrap();
+    /// let p = dev.prepare(&plan).unwrap();
+    /// let a = dev.zeros::<f32>(&[40, 50]).unwrap();
+    /// let mut b = dev.zeros::<f32>(&[50, 40]).unwrap();
+    /// dev.run_prepared(&p, 1.0, &a, 0.0, &mut b).unwrap();
+    /// # }
+    /// ```
+    pub fn prepare(&self, plan: &TtlgPlan) -> Result<PreparedPlan> {
         let meta = self
             .stream
             .clone_htod(&plan.meta_bytes())
             .map_err(gpu("uploading a plan's offset arrays"))?;
-        let p = CachedPlan {
+        Ok(PreparedPlan(Arc::new(CachedPlan {
             plan: plan.clone(),
             meta,
-        };
-        self.launch_transpose(&p, alpha, &a.buf, beta, &mut b.buf)
+        })))
+    }
+
+    /// Launches a prepared plan on row-major device tensors of the plan's layouts.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// let (la, lb) = (ttgt::Layout::row_major(&[4, 5]).unwrap(), ttgt::Layout::row_major(&[5, 4]).unwrap());
+    /// let p = dev.prepare(&dev.transpose_plan(&[1, 0], &la, &lb, ttgt::DType::F32, false).unwrap()).unwrap();
+    /// let a = dev.zeros::<f32>(&[4, 5]).unwrap();
+    /// let mut b = dev.zeros::<f32>(&[5, 4]).unwrap();
+    /// dev.run_prepared(&p, 2.0, &a, 1.0, &mut b).unwrap();
+    /// # }
+    /// ```
+    pub fn run_prepared<T: Element>(
+        &self,
+        p: &PreparedPlan,
+        alpha: T,
+        a: &DeviceTensor<T>,
+        beta: T,
+        b: &mut DeviceTensor<T>,
+    ) -> Result<()> {
+        let plan = &p.0.plan;
+        // Device tensors are dense and row-major, so a plan made for a dense layout of the
+        // same number of elements addresses only elements inside them.
+        let n = plan.problem.elements * plan.problem.widen;
+        if plan.dtype != T::DTYPE || n != a.len() || n != b.len() {
+            return Err(Error::Gpu(format!(
+                "a plan for {n} elements of {} run on tensors of {} and {} elements of {}",
+                plan.dtype,
+                a.len(),
+                b.len(),
+                T::DTYPE
+            )));
+        }
+        if plan.plain && !(alpha.is_exact_one() && beta.is_exact_zero()) {
+            return Err(Error::Gpu(
+                "a plan made for plain copies (widened elements) run with alpha != 1 or beta != 0"
+                    .into(),
+            ));
+        }
+        self.launch_transpose(&p.0, alpha, &a.buf, beta, &mut b.buf)
+    }
+
+    /// Seconds of the device work that `f` enqueues on this device's stream, between two
+    /// CUDA events recorded before and after it (the host's time outside the stream is not
+    /// counted, except where the stream waits for the host to enqueue the work).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// let a = dev.zeros::<f32>(&[1 << 20]).unwrap();
+    /// let mut b = dev.zeros::<f32>(&[1 << 20]).unwrap();
+    /// let t = dev.time_on_stream(|| dev.copy_into(&a, &mut b)).unwrap();
+    /// assert!(t > 0.0);
+    /// # }
+    /// ```
+    pub fn time_on_stream(&self, f: impl FnOnce() -> Result<()>) -> Result<f64> {
+        let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let start = self
+            .stream
+            .record_event(flags)
+            .map_err(gpu("recording a timing event"))?;
+        f()?;
+        let end = self
+            .stream
+            .record_event(flags)
+            .map_err(gpu("recording a timing event"))?;
+        let ms = start
+            .elapsed_ms(&end)
+            .map_err(gpu("reading a timing event"))?;
+        Ok(f64::from(ms) * 1e-3)
     }
 
     /// The plain GEMM reference: [`Device::gemm_packed`] on whole device tensors.

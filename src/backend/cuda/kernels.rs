@@ -248,3 +248,35 @@ pub fn ptx(schema: Schema) -> &'static str {
         Schema::FviMatchSmall => include_str!("../../../kernels/ptx/ttlg_fs.ptx"),
     }
 }
+
+/// Environment variable naming a directory of PTX files (`ttlg_od.ptx`, ...) that replace the
+/// embedded ones: for trying kernel variants on a GPU machine without rebuilding the crate.
+pub const PTX_DIR_ENV: &str = "TTGT_PTX_DIR";
+
+/// The PTX a device loads for `schema`: the file of that schema in `$TTGT_PTX_DIR` when the
+/// variable is set (its entries are checked against the launcher's parameter lists), else
+/// the embedded PTX.
+///
+/// ```
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::{kernels::ptx_source, ttlg::Schema};
+/// std::env::remove_var("TTGT_PTX_DIR");
+/// assert!(ptx_source(Schema::FviMatchLarge).unwrap().contains(".entry ttgt_fl_f32_i32_r2"));
+/// # }
+/// ```
+#[cfg(feature = "cuda")]
+pub fn ptx_source(schema: Schema) -> Result<std::borrow::Cow<'static, str>> {
+    let Some(dir) = std::env::var_os(PTX_DIR_ENV) else {
+        return Ok(std::borrow::Cow::Borrowed(ptx(schema)));
+    };
+    let name = source_file(schema).replace(".cu", ".ptx");
+    let path = std::path::Path::new(&dir).join(&name);
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        Error::Gpu(format!(
+            "{PTX_DIR_ENV}: cannot read {}: {e}",
+            path.display()
+        ))
+    })?;
+    check_signatures(schema, &text)?;
+    Ok(std::borrow::Cow::Owned(text))
+}

@@ -185,6 +185,10 @@ pub struct TransposeArgs {
     /// Backend: cpu or cuda (a device-to-device copy is the reference).
     #[arg(long, value_name = "BACKEND", default_value = "cpu")]
     pub backend: String,
+    /// With --backend cuda: force a TTLG schema (od, oa, fl or fs) instead of the model's
+    /// choice; cases it does not apply to are skipped.
+    #[arg(long, value_name = "SCHEMA")]
+    pub schema: Option<String>,
     /// Non-temporal stores for beta = 0: on, off, or auto (the plan's rule).
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub streaming: String,
@@ -301,7 +305,17 @@ impl Stats {
 pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
     let dtype: DType = a.dtype.parse().map_err(CliError::new)?;
     if crate::cuda::is_cuda(&a.backend)? {
-        return crate::cuda::bench_transpose(&cases(a)?, dtype, a.repeat, a.beta, a.json);
+        return crate::cuda::bench_transpose(
+            &cases(a)?,
+            dtype,
+            a.repeat,
+            a.beta,
+            a.schema.as_deref(),
+            a.json,
+        );
+    }
+    if a.schema.is_some() {
+        return Err(CliError::new("--schema applies to --backend cuda only"));
     }
     let threads = a.threads.unwrap_or_else(rayon::current_num_threads);
     if threads == 0 {

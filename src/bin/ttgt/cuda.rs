@@ -108,23 +108,38 @@ fn device() -> CliResult<ttgt::backend::cuda::device::Device> {
         .map_err(|e| CliError::new(format!("--backend cuda: {e}")))
 }
 
-/// `ttgt bench transpose --backend cuda`.
+/// `ttgt bench transpose --backend cuda`; `schema` forces a TTLG schema (cases where it
+/// does not apply are skipped).
 #[allow(unused_variables)]
 pub fn bench_transpose(
     cases: &[ttgt::bench::TransposeCase],
     dtype: ttgt::DType,
     repeat: usize,
     beta: f64,
+    schema: Option<&str>,
     as_json: bool,
 ) -> CliResult<()> {
     #[cfg(not(feature = "cuda"))]
     return no_cuda();
     #[cfg(feature = "cuda")]
     {
+        use ttgt::backend::cuda::ttlg::Schema;
+        let schema: Option<Schema> = schema
+            .map(|s| s.parse().map_err(CliError::new))
+            .transpose()?;
         let dev = device()?;
+        let mut tb = ttgt::backend::cuda::bench::TransposeBench::new(&dev);
         let mut ratios = Vec::new();
+        let mut skipped = 0usize;
         for c in cases {
-            let r = ttgt::backend::cuda::bench::bench_transpose(&dev, c, dtype, repeat, beta)?;
+            let r = match tb.run(c, dtype, repeat, beta, schema) {
+                Ok(r) => r,
+                Err(ttgt::Error::Unsupported(_)) if schema.is_some() => {
+                    skipped += 1;
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             ratios.push(r.ratio);
             if as_json {
                 say(&crate::bench::record(&r).to_string())?;
@@ -135,7 +150,9 @@ pub fn bench_transpose(
         let mean = ratios.iter().sum::<f64>() / ratios.len().max(1) as f64;
         let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);
         let s = serde_json::json!({"summary": true, "backend": "cuda", "device": dev.props().name,
-                       "cases": ratios.len(), "mean_ratio": mean, "min_ratio": min});
+                       "cases": ratios.len(), "skipped": skipped,
+                       "schema": schema.map(|s| s.short_name()),
+                       "mean_ratio": mean, "min_ratio": min});
         say(&if as_json {
             s.to_string()
         } else {

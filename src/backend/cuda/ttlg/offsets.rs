@@ -2,7 +2,7 @@
 //! dims, arrays. The layout matches `enum Meta` in `kernels/ttgt_common.cuh`.
 
 use super::problem::GpuProblem;
-use super::slice::{fs_pad, Side, Slice};
+use super::slice::{fl_group_rows, fs_pad, Side, Slice};
 use super::Schema;
 
 /// Header entries (`M_HEADER`).
@@ -198,6 +198,7 @@ pub(crate) fn build_meta(p: &GpuProblem, s: &Slice, outer: &[OuterDim], rank: us
             m[M_INNER_A] = 1;
             m[M_NA] = f.n as i64;
             m[M_BA] = s.chunk as i64;
+            m[M_VB] = fl_group_rows(f.n, s.chunk, p.kernel_dtype.size_bytes()) as i64;
             m[M_P0] = f.sa as i64;
             m[M_P0 + 1] = f.sb as i64;
         }

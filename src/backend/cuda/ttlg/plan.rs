@@ -7,7 +7,8 @@ use super::model::{features, Features, GpuModel};
 use super::offsets::{build_meta, outer_dims, OuterDim};
 use super::problem::GpuProblem;
 use super::slice::{
-    fl_candidates, fs_candidates, fs_shared_elems, oa_candidates, od_candidates, Slice, WS,
+    fl_candidates, fl_group_rows, fs_candidates, fs_shared_elems, oa_candidates, od_candidates,
+    Slice, WS,
 };
 use super::{DeviceProps, Schema};
 
@@ -242,9 +243,8 @@ impl TtlgPlan {
             }
             Schema::FviMatchLarge => {
                 let n0 = problem.dims[problem.fvi_in()].n;
-                let w = (slice.chunk.min(n0).div_ceil(WS) * WS).clamp(WS, THREADS as usize);
-                let rows = THREADS as usize / w;
-                ([w as u32, rows as u32, 1], 0, nslices.div_ceil(rows))
+                let g = fl_group_rows(n0, slice.chunk, size);
+                ([THREADS, 1, 1], 0, nslices.div_ceil(g))
             }
             Schema::FviMatchSmall => {
                 let n0 = problem.dims[problem.fvi_in()].n;

@@ -361,6 +361,22 @@ pub(crate) fn fs_candidates(p: &GpuProblem, max_shared: usize) -> Vec<Slice> {
     out
 }
 
+/// Most rows an FVI-Match-Large block takes as one group (`TTGT_FL_MAX_GROUP` in
+/// `kernels/ttlg_fl.cu`).
+pub(crate) const FL_MAX_GROUP: usize = 64;
+
+/// FVI-Match-Large: rows per block group, about 256 x U elements (U = 8 loads in flight per
+/// thread for 4-byte elements, else 4); 1 when long rows are cut into chunks (every row of a
+/// larger group must have the same length). Rows of 44 16-byte elements: 23 rows a group
+/// (`tests/cuda_plan.rs` checks this and other cases through the plan's meta table).
+pub(crate) fn fl_group_rows(n0: usize, chunk: usize, elem_bytes: usize) -> usize {
+    if chunk < n0 {
+        return 1;
+    }
+    let u = if elem_bytes <= 4 { 8 } else { 4 };
+    (256 * u / n0.max(1)).clamp(1, FL_MAX_GROUP)
+}
+
 /// Padding of an FVI-Match-Small buffer row: row length = N0 (mod 32).
 pub(crate) fn fs_pad(n0: usize, b: usize) -> usize {
     (WS - (b * n0 - n0) % WS) % WS

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Real-GPU checks and benchmarks with binaries built elsewhere (a GPU machine without a Rust
+# toolchain). Build them first on a machine with one:
+#
+#   cargo build --release --features cuda
+#   cargo test --release --features cuda --no-run --test cuda_device   # prints the test binary
+#   mkdir -p .devbin && cp target/release/ttgt .devbin/ && cp <test binary> .devbin/cuda_device
+#
+# then run, on the GPU machine, from the repository root:
+#
+#   bash benches/gpu_session.sh [STEPS]      (STEPS: a comma list, default tests,bench)
+#
+# Steps: env (device and libraries), tests (tests/cuda_device.rs with TTGT_REQUIRE_GPU=1),
+# sanitize (the device tests under compute-sanitizer memcheck and racecheck, when installed),
+# bench (TTC set, 720 permutations, TCCG, f32 and f64), calibrate (`ttgt calibrate --backend
+# cuda`, then the benches again with the fitted model), variants (TTC f32/f64 and the 720
+# permutations in f32 for each PTX directory in $TTGT_PTX_VARIANTS, loaded through
+# TTGT_PTX_DIR, and with the binary $TTGT_BASE_BIN if set: kernel variants compared in one
+# run), schemas (the 720 permutations in f32 with each schema forced). Output goes to $OUT (or ./gpu-out), in
+# few files (a lent machine returns at most eight): session.log (everything printed),
+# bench_<tag>.jsonl (every bench's JSON lines, each run headed by a {"run": ...} line),
+# model/<device>.json (the fitted model). Each step has a time limit, so one hung step does
+# not take the whole session.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN="${TTGT_BIN:-.devbin}"
+OUT="${OUT:-$PWD/gpu-out}"
+mkdir -p "$OUT"
+STEPS=",${1:-env,tests,bench},"
+has() { [[ "$STEPS" == *",$1,"* ]]; }
+
+# cudarc (built for CUDA 12.8) looks for libcublas.so, .so.12, ...: on a CUDA 13 machine only
+# libcublas.so.13 may exist, whose C API is the same for what ttgt calls. Link it under the
+# plain name when the plain name is not found.
+if ! ldconfig -p | grep -q 'libcublas\.so '; then
+  lib="$(ldconfig -p | grep -o '/[^ ]*libcublas\.so\.[0-9]*$' | head -n1)"
+  [ -z "$lib" ] && lib="$(find / -xdev -name 'libcublas.so.*' -not -name '*.so.*.*' 2>/dev/null | head -n1)"
+  if [ -n "$lib" ]; then
+    mkdir -p /tmp/ttgt-lib
+    ln -sf "$lib" /tmp/ttgt-lib/libcublas.so
+    for dep in "$(dirname "$lib")"/libcublasLt.so.*; do ln -sf "$dep" /tmp/ttgt-lib/; done
+    export LD_LIBRARY_PATH="/tmp/ttgt-lib:$(dirname "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+fi
+export TTGT_GPU_MODEL_DIR="${TTGT_GPU_MODEL_DIR:-$OUT/model}"
+
+if has env; then
+  {
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem \
+      --format=csv
+    echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+    ls -la /tmp/ttgt-lib 2>/dev/null
+    lscpu | grep -E 'Model name|^CPU\(s\)'
+  } 2>&1 | tee -a "$OUT/session.log"
+fi
+
+if has tests; then
+  echo "== device tests"
+  TTGT_REQUIRE_GPU=1 timeout 120 "$BIN/cuda_device" --nocapture --test-threads=1 2>&1 \
+    | tee -a "$OUT/session.log" | grep -E 'SKIPPED|panicked|test result|FAILED|^test ' 
+fi
+
+if has sanitize && command -v compute-sanitizer >/dev/null; then
+  for tool in memcheck racecheck; do
+    echo "== compute-sanitizer --tool $tool"
+    TTGT_REQUIRE_GPU=1 timeout 240 compute-sanitizer --tool "$tool" --print-limit 20 \
+      "$BIN/cuda_device" --test-threads=1 2>&1 | tee -a "$OUT/session.log" | grep -E 'ERROR SUMMARY|test result|=========' | head -n 30
+  done
+fi
+
+run_bench() { # $1: tag, $2: name, $3...: ttgt arguments
+  local tag="$1" name="$2"
+  shift 2
+  echo "== $name ($tag)" | tee -a "$OUT/session.log"
+  echo "{\"run\": \"$name\", \"args\": \"$*\"}" >>"$OUT/bench_$tag.jsonl"
+  timeout "${TTGT_STEP_SECONDS:-120}" "${TTGT_EXE:-$BIN/ttgt}" "$@" --json 2>&1 | tee -a "$OUT/bench_$tag.jsonl" \
+    | tail -n 1
+}
+
+bench() { # $1: tag
+  for dt in f32 f64; do
+    run_bench "$1" "ttc_$dt" bench transpose --backend cuda --dtype "$dt"
+    run_bench "$1" "perms6_$dt" bench transpose --backend cuda --all-perms 6 --extent 16 --dtype "$dt"
+    run_bench "$1" "tccg_$dt" bench contract --backend cuda --dtype "$dt"
+  done
+}
+
+has bench && bench default
+
+if has variants; then
+  if [ -n "${TTGT_BASE_BIN:-}" ]; then
+    for dt in f32 f64; do
+      TTGT_EXE="$TTGT_BASE_BIN" run_bench variants "base_ttc_$dt" bench transpose --backend cuda --dtype "$dt"
+    done
+    TTGT_EXE="$TTGT_BASE_BIN" run_bench variants "base_perms6_f32" bench transpose --backend cuda \
+      --all-perms 6 --extent 16 --dtype f32
+  fi
+  for dir in ${TTGT_PTX_VARIANTS:-}; do
+    v="$(basename "$dir")"
+    for dt in f32 f64; do
+      TTGT_PTX_DIR="$dir" run_bench variants "${v}_ttc_$dt" bench transpose --backend cuda --dtype "$dt"
+    done
+    TTGT_PTX_DIR="$dir" run_bench variants "${v}_perms6_f32" bench transpose --backend cuda \
+      --all-perms 6 --extent 16 --dtype f32
+  done
+fi
+
+if has schemas; then
+  for sc in ${TTGT_SCHEMAS:-od oa fl fs}; do
+    run_bench schemas "perms6_f32_$sc" bench transpose --backend cuda --all-perms 6 --extent 16 \
+      --dtype f32 --schema "$sc"
+  done
+fi
+
+if has calibrate; then
+  echo "== calibrate --backend cuda"
+  timeout 150 "$BIN/ttgt" calibrate --backend cuda 2>&1 | tee -a "$OUT/session.log" | tail -n 3
+  bench calibrated
+fi
+exit 0

@@ -246,3 +246,46 @@ fn fvi_match_large_groups_rows_into_blocks() {
         );
     }
 }
+
+#[test]
+fn nonnegative_fit_recovers_positive_models_and_never_goes_negative() {
+    use ttgt::backend::cuda::ttlg::fit_nonnegative;
+    let mut k = 7u64;
+    let mut rnd = || {
+        k = k
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (k >> 11) as f64 / (1u64 << 53) as f64
+    };
+    for trial in 0..40 {
+        let n = 12 + trial % 9;
+        let x: Vec<Vec<f64>> = (0..n)
+            .map(|_| vec![rnd() * 1e6, rnd() * 100.0, rnd(), 1.0])
+            .collect();
+        // A model with one zero term, observed exactly: recovered.
+        let truth = [2e-12, 0.0, 3e-6, 1e-5];
+        let y: Vec<f64> = x
+            .iter()
+            .map(|r| r.iter().zip(&truth).map(|(a, b)| a * b).sum())
+            .collect();
+        let c = fit_nonnegative(&x, &y).unwrap();
+        for (got, want) in c.iter().zip(truth) {
+            assert!(
+                *got >= 0.0 && (got - want).abs() <= 1e-6 * want.max(1e-6),
+                "{c:?}"
+            );
+        }
+        // Arbitrary (even decreasing) data: still no negative coefficient, and no worse
+        // than the zero model.
+        let y: Vec<f64> = x.iter().map(|r| 1.0 - r[0] * 1e-6 + rnd() * 0.1).collect();
+        let c = fit_nonnegative(&x, &y).unwrap();
+        assert!(c.iter().all(|&v| v >= 0.0), "{c:?}");
+        let sse = |c: &[f64]| -> f64 {
+            x.iter()
+                .zip(&y)
+                .map(|(r, t)| (r.iter().zip(c).map(|(a, b)| a * b).sum::<f64>() - t).powi(2))
+                .sum()
+        };
+        assert!(sse(&c) <= sse(&[0.0; 4]) + 1e-12, "{c:?}");
+    }
+}

@@ -22,7 +22,7 @@ mod plan;
 mod problem;
 mod slice;
 
-pub use model::{fit_least_squares, Features, GpuModel, REFERENCE_BANDWIDTH};
+pub use model::{fit_least_squares, fit_nonnegative, Features, GpuModel, REFERENCE_BANDWIDTH};
 pub use plan::{TtlgOptions, TtlgPlan, MAX_OUTER_DIMS};
 pub use problem::GpuProblem;
 pub use slice::Slice;

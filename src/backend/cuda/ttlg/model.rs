@@ -288,7 +288,8 @@ impl GpuModel {
         GpuModel::from_json(&text).ok()
     }
 
-    /// Fits the coefficients of `schema` to measured `(features, seconds)` samples.
+    /// Fits the coefficients of `schema` to measured `(features, seconds)` samples, none of
+    /// them negative ([`fit_nonnegative`]: every feature counts work that costs time).
     ///
     /// ```
     /// use ttgt::backend::cuda::ttlg::{DeviceProps, Features, GpuModel, Schema};
@@ -311,10 +312,117 @@ impl GpuModel {
             .filter(|(f, _)| f.schema == schema)
             .map(|(_, t)| *t)
             .collect();
-        self.coefficients[schema.index()] = fit_least_squares(&rows, &y)?;
+        self.coefficients[schema.index()] = fit_nonnegative(&rows, &y)?;
         self.calibrated = true;
         Ok(())
     }
+}
+
+/// Non-negative least squares `min |X c - y|` subject to `c >= 0` (Lawson and Hanson's
+/// active-set method over [`fit_least_squares`] on the columns left free). A time model's
+/// features each count work, so a negative coefficient is an artefact of collinear or
+/// unevenly covered training data; unconstrained fits of the H100 calibration gave negative
+/// volume and intercept terms that then priced unseen slices wrongly.
+///
+/// ```
+/// use ttgt::backend::cuda::ttlg::{fit_least_squares, fit_nonnegative};
+/// // y depends on x0 only; x1 is nearly collinear with x0 and the noise pulls its
+/// // unconstrained coefficient below zero.
+/// let x: Vec<Vec<f64>> = (1..30).map(|i| vec![i as f64, i as f64 + (i % 3) as f64, 1.0]).collect();
+/// let y: Vec<f64> = (1..30).map(|i| 2.0 * i as f64 + 1.0 - 0.3 * (i % 3) as f64).collect();
+/// assert!(fit_least_squares(&x, &y).unwrap()[1] < 0.0);
+/// let c = fit_nonnegative(&x, &y).unwrap();
+/// assert!(c.iter().all(|&v| v >= 0.0), "{c:?}");
+/// assert!((c[0] - 2.0).abs() < 0.1 && c[1] < 1e-9, "{c:?}");
+/// ```
+pub fn fit_nonnegative(x: &[Vec<f64>], y: &[f64]) -> Result<Vec<f64>> {
+    let k = x.first().map_or(0, |r| r.len());
+    // Validates the shapes (and fails the same way as the unconstrained fit).
+    let free = fit_least_squares(x, y)?;
+    if free.iter().all(|&v| v >= 0.0) {
+        return Ok(free);
+    }
+    let scale: Vec<f64> = (0..k)
+        .map(|j| {
+            let s = x.iter().map(|r| r[j].abs()).fold(0.0, f64::max);
+            if s > 0.0 && s.is_finite() {
+                s
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    let xs: Vec<Vec<f64>> = x
+        .iter()
+        .map(|r| r.iter().zip(&scale).map(|(v, s)| v / s).collect())
+        .collect();
+    let ynorm = y
+        .iter()
+        .map(|v| v * v)
+        .sum::<f64>()
+        .sqrt()
+        .max(f64::MIN_POSITIVE);
+    // Least squares on the columns in `set` (the others held at zero).
+    let sub = |set: &[usize]| -> Result<Vec<f64>> {
+        let rows: Vec<Vec<f64>> = xs
+            .iter()
+            .map(|r| set.iter().map(|&j| r[j]).collect())
+            .collect();
+        let z = fit_least_squares(&rows, y)?;
+        let mut full = vec![0.0; k];
+        for (&j, v) in set.iter().zip(z) {
+            full[j] = v;
+        }
+        Ok(full)
+    };
+    let mut c = vec![0.0; k];
+    let mut passive: Vec<usize> = Vec::new();
+    for _ in 0..3 * k + 3 {
+        // Gradient of -|Xc - y|^2 / 2: X^T (y - X c).
+        let resid: Vec<f64> = xs
+            .iter()
+            .zip(y)
+            .map(|(r, t)| t - r.iter().zip(&c).map(|(a, b)| a * b).sum::<f64>())
+            .collect();
+        let grad = |j: usize| xs.iter().zip(&resid).map(|(r, e)| r[j] * e).sum::<f64>();
+        let tol = 1e-12 * ynorm * (x.len() as f64).sqrt();
+        let Some(j) = (0..k)
+            .filter(|j| !passive.contains(j))
+            .map(|j| (j, grad(j)))
+            .filter(|&(_, g)| g > tol)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(j, _)| j)
+        else {
+            break;
+        };
+        passive.push(j);
+        loop {
+            let z = sub(&passive)?;
+            if passive.iter().all(|&i| z[i] > 0.0) {
+                c = z;
+                break;
+            }
+            // Step from c towards z until the first passive coefficient reaches zero.
+            let step = passive
+                .iter()
+                .filter(|&&i| z[i] <= 0.0)
+                .map(|&i| c[i] / (c[i] - z[i]))
+                .fold(1.0, f64::min);
+            for (ci, zi) in c.iter_mut().zip(&z) {
+                *ci += step * (zi - *ci);
+            }
+            passive.retain(|&i| c[i] > 1e-15);
+            for (i, v) in c.iter_mut().enumerate() {
+                if !passive.contains(&i) {
+                    *v = 0.0;
+                }
+            }
+            if passive.is_empty() {
+                break;
+            }
+        }
+    }
+    Ok(c.iter().zip(&scale).map(|(v, s)| v / s).collect())
 }
 
 /// Least squares `min |X c - y|` by the normal equations on column-scaled data, with a tiny

@@ -114,6 +114,27 @@ fn contraction<T: Element>(dev: &Device, spec: &str, sa: &[usize], sb: &[usize])
 }
 
 #[test]
+fn direct_contraction_with_alpha_beta() {
+    let Some(dev) = device("direct_contraction_with_alpha_beta") else {
+        return;
+    };
+    let (sa, sb) = ([6usize, 5, 7], [5usize, 4]);
+    let a: ArrayD<f64> = data(&sa, 4);
+    let b: ArrayD<f64> = data(&sb, 5);
+    let r = ttgt::reference::einsum("bda,dc->abc", &[a.view(), b.view()]).unwrap();
+    let c0: ArrayD<f64> = data(r.shape(), 6);
+    let want = r.mapv(|x| 2.0 * x) + c0.mapv(|x| -0.5 * x);
+    let (da, db) = (dev.upload(&a).unwrap(), dev.upload(&b).unwrap());
+    let mut dc = dev.upload(&c0).unwrap();
+    dev.contract_into("bda,dc->abc", 2.0, &da, &db, -0.5, &mut dc)
+        .unwrap();
+    let got = dev.download(&dc).unwrap();
+    for (g, w) in got.iter().zip(want.iter()) {
+        assert!((g - w).abs() <= 1e-9 * (1.0 + w.abs()), "{g} vs {w}");
+    }
+}
+
+#[test]
 fn contractions_all_dtypes() {
     let Some(dev) = device("contractions_all_dtypes") else {
         return;
@@ -123,6 +144,14 @@ fn contractions_all_dtypes() {
         ("abcd,dbef->acef", &[4, 5, 6, 7], &[7, 5, 3, 2]),
         ("bij,bjk->bik", &[3, 8, 5], &[3, 5, 4]),
         ("abc,cbd->da", &[4, 5, 6], &[6, 5, 7]),
+        // Direct calls on the operands in place (every transposition flag and both orders).
+        ("bda,dc->abc", &[6, 5, 7], &[5, 4]),
+        ("acd,db->abc", &[3, 4, 5], &[5, 6]),
+        ("ad,bdc->abc", &[3, 5], &[4, 5, 6]),
+        ("adc,bd->abc", &[3, 5, 4], &[6, 5]),
+        ("adc,db->abc", &[3, 5, 4], &[5, 6]),
+        ("ec,abed->abcd", &[5, 4], &[2, 3, 5, 6]),
+        ("bda,dc->abc", &[6, 1, 7], &[1, 4]),
     ] {
         contraction::<f32>(&dev, spec, sa, sb);
         contraction::<f64>(&dev, spec, sa, sb);

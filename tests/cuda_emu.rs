@@ -499,3 +499,99 @@ fn index64_kernels_and_all_rank_buckets() {
     );
     assert_eq!(kernels.len(), 8, "{kernels:?}");
 }
+
+/// Row-major einsum spec and operand extents of every TCCG case, extents scaled down to
+/// 2..=5 (distinct per index, so that transposed strides are caught).
+fn tccg_small() -> Vec<(String, Vec<usize>, Vec<usize>)> {
+    ttgt::bench::parse_tccg(ttgt::bench::TCCG_TSV)
+        .unwrap()
+        .into_iter()
+        .map(|c| {
+            let (ins, _) = c.spec.split_once("->").unwrap();
+            let (ta, tb) = ins.split_once(',').unwrap();
+            let shape =
+                |t: &str| -> Vec<usize> { t.chars().map(|ch| 2 + (ch as usize * 7) % 4).collect() };
+            (c.spec.clone(), shape(ta), shape(tb))
+        })
+        .collect()
+}
+
+#[test]
+fn direct_gemm_plans_emulated_against_the_reference() {
+    use ttgt::backend::cuda::contract::GpuContractionPlan;
+    let mut direct = 0;
+    let cases = tccg_small();
+    assert_eq!(cases.len(), 48);
+    for (i, (spec, sa, sb)) in cases.iter().enumerate() {
+        let p = GpuContractionPlan::new(
+            spec,
+            sa,
+            sb,
+            ttgt::DType::F64,
+            false,
+            &DeviceProps::emulator(),
+        )
+        .unwrap();
+        direct += usize::from(p.is_direct());
+        emulated_contraction::<f64>(spec, sa, sb, 0.5, 2.0);
+        if i % 4 == 0 {
+            emulated_contraction::<f32>(spec, sa, sb, 1.0, 0.0);
+            emulated_contraction::<Complex64>(
+                spec,
+                sa,
+                sb,
+                Complex64::new(0.5, 1.0),
+                Complex64::new(-1.0, 0.5),
+            );
+        }
+        if i % 4 == 1 {
+            emulated_contraction::<Complex32>(
+                spec,
+                sa,
+                sb,
+                Complex32::new(1.0, -1.0),
+                Complex32::new(0.0, 0.0),
+            );
+        }
+    }
+    // tccg-2, 9-12 and 15-18 (tests/cuda_plan.rs lists them); the others keep TTGT.
+    assert_eq!(direct, 9, "TCCG cases planned as one direct call");
+    // Degenerate extents: unit M, N or K groups, unit loops, and the batch index.
+    let odd: [(&str, &[usize], &[usize]); 8] = [
+        ("bda,dc->abc", &[6, 1, 7], &[1, 4]),
+        ("bda,dc->abc", &[1, 5, 7], &[5, 4]),
+        ("ij,jk->ik", &[1, 7], &[7, 5]),
+        ("ij,jk->ik", &[9, 7], &[7, 1]),
+        ("ij,kj->ki", &[9, 1], &[5, 1]),
+        ("bij,bjk->bik", &[3, 8, 5], &[3, 5, 4]),
+        ("ibj,jbk->kbi", &[4, 3, 5], &[5, 3, 2]),
+        ("ab,cb->ca", &[1, 1], &[1, 1]),
+    ];
+    for (spec, sa, sb) in odd {
+        emulated_contraction::<f64>(spec, sa, sb, -1.5, 0.25);
+        emulated_contraction::<Complex32>(
+            spec,
+            sa,
+            sb,
+            Complex32::new(0.5, 2.0),
+            Complex32::new(1.0, 0.0),
+        );
+    }
+}
+
+#[test]
+fn packed_blas_call_matches_the_packed_gemm() {
+    use ttgt::backend::cuda::contract::{cpu_blas_call, cpu_gemm_packed, BlasCall, GemmShape};
+    for (batch, m, n, k) in [(1, 1, 1, 1), (2, 3, 4, 5), (3, 7, 1, 6), (1, 5, 9, 1)] {
+        let g = GemmShape { batch, m, n, k };
+        let a: Vec<f64> = (0..batch * m * k).map(|i| (i % 7) as f64 - 3.0).collect();
+        let b: Vec<f64> = (0..batch * k * n).map(|i| (i % 5) as f64 * 0.5).collect();
+        let c0: Vec<f64> = (0..batch * m * n).map(|i| (i % 3) as f64).collect();
+        let (mut c1, mut c2) = (c0.clone(), c0);
+        cpu_gemm_packed(&g, 1.5, &a, &b, -0.5, &mut c1);
+        let call = BlasCall::packed(&g);
+        assert_eq!(call.extents(), [b.len(), a.len(), c1.len()]);
+        cpu_blas_call(&call, 1.5, &a, &b, -0.5, &mut c2);
+        assert_eq!(c1, c2, "{g:?}");
+    }
+}

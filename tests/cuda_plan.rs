@@ -289,3 +289,51 @@ fn nonnegative_fit_recovers_positive_models_and_never_goes_negative() {
         assert!(sse(&c) <= sse(&[0.0; 4]) + 1e-12, "{c:?}");
     }
 }
+
+#[test]
+fn tccg_cases_whose_operands_all_read_in_place_run_one_direct_call() {
+    let mut direct = Vec::new();
+    for (i, case) in ttgt::bench::parse_tccg(ttgt::bench::TCCG_TSV)
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let spec = case.spec.as_str();
+        let (ins, _) = spec.split_once("->").unwrap();
+        let (ta, tb) = ins.split_once(',').unwrap();
+        let ext = |c: char| 2 + (c as usize * 7) % 4;
+        let sa: Vec<usize> = ta.chars().map(ext).collect();
+        let sb: Vec<usize> = tb.chars().map(ext).collect();
+        let p = GpuContractionPlan::new(spec, &sa, &sb, DType::F64, true, &DeviceProps::nominal())
+            .unwrap();
+        if p.is_direct() {
+            assert_eq!(p.workspace_elements(), [0, 0, 0], "{}", p.describe());
+            assert!(p.describe().contains("in place (no transpose)"));
+            direct.push(i + 1);
+        }
+    }
+    // The others have an operand whose unit-stride index would have to be a batch loop (or
+    // need a transpose whatever the loops), which cuBLAS cannot take.
+    assert_eq!(direct, [2, 9, 10, 11, 12, 15, 16, 17, 18]);
+    // tccg-2 with its f64 extents: for each c (296), C[c] (b x a, a unit) = (A[:, c, :] B)^T,
+    // in column-major terms C[c]^T (a x b) = A[:, c, :] (stored d-fastest: transposed) times
+    // B^T (stored b-fastest: transposed).
+    let p = GpuContractionPlan::new(
+        "acd,db->cba",
+        &[312, 296, 312],
+        &[312, 24],
+        DType::F64,
+        true,
+        &DeviceProps::nominal(),
+    )
+    .unwrap();
+    let c = p.blas;
+    assert!(p.is_direct());
+    assert!(c.first_is_a && c.trans_first && c.trans_second);
+    assert_eq!((c.batch, c.m, c.n, c.k), (296, 312, 24, 312));
+    assert_eq!((c.ld_first, c.ld_second, c.ld_c), (296 * 312, 24, 312));
+    assert_eq!(
+        (c.stride_first, c.stride_second, c.stride_c),
+        (312, 0, 24 * 312)
+    );
+}

@@ -2,8 +2,12 @@
 //! into packed `batch x M x K` and `batch x K x N` buffers, one strided-batched GEMM into a
 //! packed `batch x M x N` result, and (optional) a TTLG transpose of that result into C with
 //! beta. The order of the indices inside each group (C's, A's or B's) is chosen by the TTLG
-//! model: the combination with the least predicted transpose time. The plan is cudarc-free: the device layer runs it with cuBLAS, the emulator with
-//! a CPU stand-in for the GEMM, from the same [`GpuContractionPlan`].
+//! model: the combination with the least predicted transpose time. Where every operand can be
+//! read in place as a strided batch of matrices (each index group fused to one stride, one
+//! unit stride per matrix, free indices that do not fuse taken as batch loops), the plan is a
+//! single strided-batched GEMM on the operands themselves and moves no data ([`BlasCall`]).
+//! The plan is cudarc-free: the device layer runs it with cuBLAS, the emulator with a CPU
+//! stand-in for the GEMM of the same semantics, from the same [`GpuContractionPlan`].
 
 use crate::einsum::{parse, IndexKind, Label};
 use crate::error::{Error, Result};
@@ -42,14 +46,300 @@ impl GemmShape {
     }
 }
 
+/// One strided-batched GEMM in cuBLAS's terms (column-major): for each of `batch` products,
+/// `C (m x n, leading dimension ld_c) = op(X) * op(Y)`, with X the first operand (A of the
+/// contraction when `first_is_a`, else B) and Y the other; `op(X)` is `m x k`, stored
+/// column-major as `m x k` (leading dimension `ld_first`) or, when `trans_first`, as `k x m`;
+/// likewise `op(Y)` is `k x n`. Batch strides in elements; 0 reuses one matrix for every
+/// product.
+///
+/// ```
+/// use ttgt::backend::cuda::contract::{BlasCall, GemmShape};
+/// // Packed row-major C = A B is C^T = B^T A^T in column-major terms: B comes first.
+/// let c = BlasCall::packed(&GemmShape { batch: 2, m: 3, n: 4, k: 5 });
+/// assert!(!c.first_is_a && (c.m, c.n, c.k) == (4, 3, 5) && c.stride_c == 12);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlasCall {
+    /// Whether X (the first operand) is A of the contraction (else B).
+    pub first_is_a: bool,
+    /// X stored as `k x m` (cuBLAS `OP_T`).
+    pub trans_first: bool,
+    /// Y stored as `n x k` (cuBLAS `OP_T`).
+    pub trans_second: bool,
+    /// Rows of C and of op(X).
+    pub m: usize,
+    /// Columns of C and of op(Y).
+    pub n: usize,
+    /// The summed extent.
+    pub k: usize,
+    /// Leading dimension of X as stored.
+    pub ld_first: usize,
+    /// Leading dimension of Y as stored.
+    pub ld_second: usize,
+    /// Leading dimension of C.
+    pub ld_c: usize,
+    /// Number of products.
+    pub batch: usize,
+    /// Batch stride of X (elements).
+    pub stride_first: usize,
+    /// Batch stride of Y.
+    pub stride_second: usize,
+    /// Batch stride of C.
+    pub stride_c: usize,
+}
+
+impl BlasCall {
+    /// The call for packed row-major `batch x M x K` A, `batch x K x N` B and `batch x M x N`
+    /// C: C^T = B^T A^T (B first, no transposition flags).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::contract::{BlasCall, GemmShape};
+    /// let c = BlasCall::packed(&GemmShape { batch: 1, m: 2, n: 3, k: 4 });
+    /// assert_eq!((c.ld_first, c.ld_second, c.ld_c), (3, 4, 3));
+    /// ```
+    pub fn packed(g: &GemmShape) -> BlasCall {
+        BlasCall {
+            first_is_a: false,
+            trans_first: false,
+            trans_second: false,
+            m: g.n,
+            n: g.m,
+            k: g.k,
+            ld_first: g.n.max(1),
+            ld_second: g.k.max(1),
+            ld_c: g.n.max(1),
+            batch: g.batch,
+            stride_first: g.k * g.n,
+            stride_second: g.m * g.k,
+            stride_c: g.m * g.n,
+        }
+    }
+
+    /// Elements each buffer must hold (first operand, second operand, C): one past the last
+    /// element the call addresses (0 when the call addresses none).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::contract::{BlasCall, GemmShape};
+    /// assert_eq!(BlasCall::packed(&GemmShape { batch: 2, m: 3, n: 4, k: 5 }).extents(), [40, 30, 24]);
+    /// ```
+    pub fn extents(&self) -> [usize; 3] {
+        if self.batch == 0 || self.m == 0 || self.n == 0 {
+            return [0; 3];
+        }
+        let span = |rows: usize, cols: usize, ld: usize, stride: usize| {
+            if rows == 0 || cols == 0 {
+                0
+            } else {
+                (self.batch - 1) * stride + (cols - 1) * ld + rows
+            }
+        };
+        let (xr, xc) = if self.trans_first {
+            (self.k, self.m)
+        } else {
+            (self.m, self.k)
+        };
+        let (yr, yc) = if self.trans_second {
+            (self.n, self.k)
+        } else {
+            (self.k, self.n)
+        };
+        [
+            span(xr, xc, self.ld_first, self.stride_first),
+            span(yr, yc, self.ld_second, self.stride_second),
+            span(self.m, self.n, self.ld_c, self.stride_c),
+        ]
+    }
+
+    /// Whether the call moves only what a GEMM must (no workspace): a direct call on the
+    /// operands in place.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::contract::{BlasCall, GemmShape};
+    /// let c = BlasCall::packed(&GemmShape { batch: 1, m: 2, n: 3, k: 4 });
+    /// assert!(c.describe().starts_with("gemm"));
+    /// ```
+    pub fn describe(&self) -> String {
+        format!(
+            "gemm{} {}x{}x{} (cuBLAS column-major: {}{} x {}{}, ld {}/{}/{}, batch strides {}/{}/{})",
+            if self.batch > 1 {
+                format!(" batch {} x", self.batch)
+            } else {
+                String::new()
+            },
+            self.m,
+            self.n,
+            self.k,
+            if self.first_is_a { "A" } else { "B" },
+            if self.trans_first { "^T" } else { "" },
+            if self.first_is_a { "B" } else { "A" },
+            if self.trans_second { "^T" } else { "" },
+            self.ld_first,
+            self.ld_second,
+            self.ld_c,
+            self.stride_first,
+            self.stride_second,
+            self.stride_c
+        )
+    }
+}
+
+/// The CPU stand-in for a [`BlasCall`] (emulated runs and tests): the same column-major
+/// semantics, `C = alpha * op(X) op(Y) + beta * C` per batch (beta = 0 never reads C).
+///
+/// ```
+/// use ttgt::backend::cuda::contract::{cpu_blas_call, BlasCall, GemmShape};
+/// let call = BlasCall::packed(&GemmShape { batch: 1, m: 1, n: 1, k: 2 });
+/// let mut c = [1.0f64];
+/// cpu_blas_call(&call, 2.0, &[1.0, 2.0], &[3.0, 4.0], 1.0, &mut c);
+/// assert_eq!(c[0], 1.0 + 2.0 * 11.0);
+/// ```
+pub fn cpu_blas_call<T: Element>(
+    call: &BlasCall,
+    alpha: T,
+    a: &[T],
+    b: &[T],
+    beta: T,
+    c: &mut [T],
+) {
+    let (x, y) = if call.first_is_a { (a, b) } else { (b, a) };
+    let at = |i: usize, l: usize| {
+        if call.trans_first {
+            i * call.ld_first + l
+        } else {
+            l * call.ld_first + i
+        }
+    };
+    let bt = |l: usize, j: usize| {
+        if call.trans_second {
+            l * call.ld_second + j
+        } else {
+            j * call.ld_second + l
+        }
+    };
+    for p in 0..call.batch {
+        let (xo, yo, co) = (
+            p * call.stride_first,
+            p * call.stride_second,
+            p * call.stride_c,
+        );
+        for j in 0..call.n {
+            for i in 0..call.m {
+                let mut acc = T::zero();
+                for l in 0..call.k {
+                    acc += x[xo + at(i, l)] * y[yo + bt(l, j)];
+                }
+                let ci = &mut c[co + j * call.ld_c + i];
+                *ci = if beta.is_exact_zero() {
+                    alpha * acc
+                } else {
+                    alpha * acc + beta * *ci
+                };
+            }
+        }
+    }
+}
+
+/// One index group of a direct call fused into one dim: extent and stride in A, B and C
+/// (stride 0 where the operand lacks the group).
+#[derive(Clone, Copy, Debug)]
+struct Fused {
+    n: usize,
+    s: [usize; 3],
+}
+
+/// Fuses `group` (labels of extent > 1) into one dim that every operand walks with one
+/// stride: ordered by decreasing stride in operand `by`, each label's stride must be the next
+/// label's stride times its extent in every operand (an operand lacking every label has
+/// stride 0 throughout). None when the group does not fuse.
+fn fuse(
+    group: &[Label],
+    ext: &dyn Fn(Label) -> usize,
+    strides: &[Vec<(Label, usize)>; 3],
+    by: usize,
+) -> Option<Fused> {
+    let st = |x: usize, l: Label| strides[x].iter().find(|(m, _)| *m == l).map(|&(_, s)| s);
+    let mut g: Vec<Label> = group.to_vec();
+    if g.is_empty() {
+        return Some(Fused { n: 1, s: [0; 3] });
+    }
+    g.sort_by_key(|&l| std::cmp::Reverse(st(by, l).unwrap_or(0)));
+    let mut s = [0usize; 3];
+    for (x, sx) in s.iter_mut().enumerate() {
+        let present: Vec<bool> = g.iter().map(|&l| st(x, l).is_some()).collect();
+        if present.iter().all(|&p| !p) {
+            continue;
+        }
+        if !present.iter().all(|&p| p) {
+            return None;
+        }
+        for w in g.windows(2) {
+            if st(x, w[0])? != st(x, w[1])? * ext(w[1]) {
+                return None;
+            }
+        }
+        *sx = st(x, *g.last()?)?;
+    }
+    Some(Fused {
+        n: g.iter().map(|&l| ext(l)).product(),
+        s,
+    })
+}
+
+/// The column-major call for fused batch `l`, rows `m`, columns `n` and summed `k` groups,
+/// when every matrix has a unit stride (None otherwise). Operand slots: 0 = A, 1 = B, 2 = C.
+fn blas_call(l: Fused, m: Fused, n: Fused, k: Fused) -> Option<BlasCall> {
+    // A stride of an extent-1 group never moves: it may count as the unit stride.
+    let unit = |f: Fused, x: usize| f.n <= 1 || f.s[x] == 1;
+    let ld = |f: Fused, x: usize, rows: usize| if f.n <= 1 { rows.max(1) } else { f.s[x] };
+    // Matrix `x` with row group `r` and column group `c` as a stored column-major operand
+    // that the call reads as (r x c): (transposed?, leading dimension).
+    let operand = |x: usize, r: Fused, c: Fused| -> Option<(bool, usize)> {
+        if unit(r, x) {
+            Some((false, ld(c, x, r.n)))
+        } else if unit(c, x) {
+            Some((true, ld(r, x, c.n)))
+        } else {
+            None
+        }
+    };
+    let (first_is_a, cm, cn, ld_c) = if unit(n, 2) {
+        // C^T (n x m) column-major = B^T A^T.
+        (false, n, m, ld(m, 2, n.n))
+    } else if unit(m, 2) {
+        (true, m, n, ld(n, 2, m.n))
+    } else {
+        return None;
+    };
+    let (fx, fy) = if first_is_a { (0, 1) } else { (1, 0) };
+    let (trans_first, ld_first) = operand(fx, cm, k)?;
+    let (trans_second, ld_second) = operand(fy, k, cn)?;
+    Some(BlasCall {
+        first_is_a,
+        trans_first,
+        trans_second,
+        m: cm.n,
+        n: cn.n,
+        k: k.n,
+        ld_first,
+        ld_second,
+        ld_c,
+        batch: l.n,
+        stride_first: l.s[fx],
+        stride_second: l.s[fy],
+        stride_c: l.s[2],
+    })
+}
+
 /// One packing or unpacking transpose of a GPU contraction.
 ///
 /// ```
 /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
-/// let p = GpuContractionPlan::new("abc,cd->dba", &[4, 5, 6], &[6, 7], ttgt::DType::F32, true,
+/// // C's unit-stride index c would have to be a batch loop of a direct call: TTGT.
+/// let p = GpuContractionPlan::new("dca,bd->abc", &[4, 5, 6], &[7, 4], ttgt::DType::F32, true,
 ///                                 &DeviceProps::nominal()).unwrap();
 /// let c = p.unpack_c.as_ref().unwrap();
-/// assert_eq!(c.shape, vec![7, 5, 4]);
+/// assert_eq!(c.shape, vec![6, 7, 5]);
 /// ```
 #[derive(Clone, Debug)]
 pub struct PackStep {
@@ -86,6 +376,9 @@ pub struct GpuContractionPlan {
     pub pack_b: Option<PackStep>,
     /// Transpose of the packed `batch x M x N` result into C (None: the GEMM writes C).
     pub unpack_c: Option<PackStep>,
+    /// The GEMM call: [`BlasCall::packed`] of `gemm` for TTGT plans, a call on the operands
+    /// in place for direct plans.
+    pub blas: BlasCall,
 }
 
 fn position(labels: &[Label], l: Label) -> usize {
@@ -118,6 +411,82 @@ fn step(
         &TtlgOptions::default(),
     )?;
     Ok(Some(PackStep { perm, shape, plan }))
+}
+
+/// The direct call of a contraction whose operands all read in place, if any: the free
+/// indices that do not fuse become batch loops beside the batch indices. Among the subsets
+/// of free indices taken as loops, the one with the largest products (fewest batch entries)
+/// wins, then the one with fewer loop indices.
+fn direct_call(
+    bound: &crate::einsum::BoundSpec,
+    con: &crate::einsum::Contraction,
+    labels: [&[Label]; 3],
+) -> Option<BlasCall> {
+    let ext = |l: Label| bound.extent(l);
+    // Row-major strides of each operand (size-1 labels left out: their stride never moves).
+    let strides: [Vec<(Label, usize)>; 3] = labels.map(|ls| {
+        let mut v = Vec::new();
+        let mut s = 1usize;
+        for &l in ls.iter().rev() {
+            if ext(l) > 1 {
+                v.push((l, s));
+            }
+            s *= ext(l);
+        }
+        v
+    });
+    let group = |k: IndexKind| -> Vec<Label> {
+        labels[2]
+            .iter()
+            .chain(labels[0])
+            .copied()
+            .filter(|&l| con.kind(l) == Some(k) && ext(l) > 1)
+            .fold(Vec::new(), |mut v, l| {
+                if !v.contains(&l) {
+                    v.push(l);
+                }
+                v
+            })
+    };
+    let batch = group(IndexKind::Batch);
+    let free: Vec<Label> = [group(IndexKind::FreeA), group(IndexKind::FreeB)].concat();
+    let ks = group(IndexKind::Contracted);
+    if free.len() > 10 {
+        return None;
+    }
+    let k = fuse(&ks, &ext, &strides, 0)?;
+    let mut best: Option<(usize, usize, BlasCall)> = None;
+    for mask in 0u32..(1 << free.len()) {
+        let loops: Vec<Label> = free
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1 << i) != 0)
+            .map(|(_, &l)| l)
+            .chain(batch.iter().copied())
+            .collect();
+        let rest = |kind: IndexKind| -> Vec<Label> {
+            free.iter()
+                .enumerate()
+                .filter(|&(i, &l)| mask & (1 << i) == 0 && con.kind(l) == Some(kind))
+                .map(|(_, &l)| l)
+                .collect()
+        };
+        let (Some(l), Some(m), Some(n)) = (
+            fuse(&loops, &ext, &strides, 2),
+            fuse(&rest(IndexKind::FreeA), &ext, &strides, 2),
+            fuse(&rest(IndexKind::FreeB), &ext, &strides, 2),
+        ) else {
+            continue;
+        };
+        let Some(call) = blas_call(l, m, n, k) else {
+            continue;
+        };
+        let key = (usize::MAX - call.m * call.n, loops.len());
+        if best.as_ref().is_none_or(|(a, b, _)| key < (*a, *b)) {
+            best = Some((key.0, key.1, call));
+        }
+    }
+    best.map(|(_, _, c)| c)
 }
 
 impl GpuContractionPlan {
@@ -195,6 +564,24 @@ impl GpuContractionPlan {
         );
         let (b_, m_, n_, k_) = con.gemm_shape();
         let c_shape = bound.output_shape();
+        let gemm = GemmShape {
+            batch: b_,
+            m: m_,
+            n: n_,
+            k: k_,
+        };
+        if let Some(blas) = direct_call(&bound, &con, [al, bl, cl]) {
+            return Ok(GpuContractionPlan {
+                spec: spec.to_string(),
+                dtype,
+                gemm,
+                pack_a: None,
+                pack_b: None,
+                unpack_c: None,
+                blas,
+                shapes: [a_shape.to_vec(), b_shape.to_vec(), c_shape],
+            });
+        }
         let mut memo: std::collections::HashMap<(Vec<Label>, Vec<Label>, bool), Option<PackStep>> =
             std::collections::HashMap::new();
         let mut step_of = |src: &[Label],
@@ -239,26 +626,39 @@ impl GpuContractionPlan {
         Ok(GpuContractionPlan {
             spec: spec.to_string(),
             dtype,
-            gemm: GemmShape {
-                batch: b_,
-                m: m_,
-                n: n_,
-                k: k_,
-            },
+            gemm,
             pack_a,
             pack_b,
             unpack_c,
+            blas: BlasCall::packed(&gemm),
             shapes: [a_shape.to_vec(), b_shape.to_vec(), c_shape],
         })
+    }
+
+    /// Whether the plan runs one GEMM call on the operands in place (no workspace, no
+    /// transposes).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
+    /// // For each b, C[:, b, :] = A[b]^T B: one strided-batched call, no transposes.
+    /// let p = GpuContractionPlan::new("bda,dc->abc", &[6, 5, 7], &[5, 4], ttgt::DType::F64, true,
+    ///                                 &DeviceProps::nominal()).unwrap();
+    /// assert!(p.is_direct() && p.blas.batch == 6);
+    /// ```
+    pub fn is_direct(&self) -> bool {
+        self.pack_a.is_none()
+            && self.pack_b.is_none()
+            && self.unpack_c.is_none()
+            && self.blas != BlasCall::packed(&self.gemm)
     }
 
     /// Elements of each workspace the execution needs (packed A, packed B, packed C).
     ///
     /// ```
     /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
-    /// let p = GpuContractionPlan::new("abc,cd->dba", &[4, 5, 6], &[6, 7], ttgt::DType::F32, true,
+    /// let p = GpuContractionPlan::new("dca,bd->abc", &[4, 5, 6], &[7, 4], ttgt::DType::F32, true,
     ///                                 &DeviceProps::nominal()).unwrap();
-    /// assert_eq!(p.workspace_elements(), [0, 0, 140]); // M in A's order: A stays, C is transposed
+    /// assert_eq!(p.workspace_elements(), [120, 28, 210]); // A, B and C transposed
     /// ```
     pub fn workspace_elements(&self) -> [usize; 3] {
         let g = &self.gemm;
@@ -273,7 +673,7 @@ impl GpuContractionPlan {
     ///
     /// ```
     /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
-    /// let p = GpuContractionPlan::new("abc,cd->dba", &[4, 5, 6], &[6, 7], ttgt::DType::F32, true,
+    /// let p = GpuContractionPlan::new("dca,bd->abc", &[4, 5, 6], &[7, 4], ttgt::DType::F32, true,
     ///                                 &DeviceProps::nominal()).unwrap();
     /// assert!(p.predicted_transpose_seconds() > 0.0);
     /// ```
@@ -289,11 +689,18 @@ impl GpuContractionPlan {
     ///
     /// ```
     /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
-    /// let p = GpuContractionPlan::new("abc,cd->dba", &[4, 5, 6], &[6, 7], ttgt::DType::F32, true,
+    /// let p = GpuContractionPlan::new("dca,bd->abc", &[4, 5, 6], &[7, 4], ttgt::DType::F32, true,
     ///                                 &DeviceProps::nominal()).unwrap();
     /// assert!(p.describe().contains("transpose C"));
     /// ```
     pub fn describe(&self) -> String {
+        if self.is_direct() {
+            return format!(
+                "{}: direct {} on A, B and C in place (no transpose)",
+                self.spec,
+                self.blas.describe()
+            );
+        }
         let mut s = format!(
             "{}: batch {} x gemm m={} n={} k={}",
             self.spec, self.gemm.batch, self.gemm.m, self.gemm.n, self.gemm.k
@@ -375,7 +782,6 @@ pub fn execute_emulated<T: Element>(
     use super::emu;
     use crate::tensor::{StridedView, StridedViewMut};
     let [wa, wb, wc] = plan.workspace_elements();
-    let g = plan.gemm;
     let pack =
         |st: &Option<PackStep>, src: &[T], shape: &[usize], n: usize| -> Result<Option<Vec<T>>> {
             let Some(st) = st else { return Ok(None) };
@@ -389,10 +795,10 @@ pub fn execute_emulated<T: Element>(
     let pb = pack(&plan.pack_b, b, &plan.shapes[1], wb)?;
     let (ga, gb) = (pa.as_deref().unwrap_or(a), pb.as_deref().unwrap_or(b));
     match &plan.unpack_c {
-        None => cpu_gemm_packed(&g, alpha, ga, gb, beta, c),
+        None => cpu_blas_call(&plan.blas, alpha, ga, gb, beta, c),
         Some(st) => {
             let mut tmp = vec![T::zero(); wc];
-            cpu_gemm_packed(&g, alpha, ga, gb, T::zero(), &mut tmp);
+            cpu_blas_call(&plan.blas, alpha, ga, gb, T::zero(), &mut tmp);
             let pc_shape: Vec<usize> = {
                 // Source extents of the unpack: inverse of its permutation.
                 let mut s = vec![0; st.perm.len()];

@@ -18,7 +18,7 @@ use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Element, Layout};
 
-use super::contract::GpuContractionPlan;
+use super::contract::{BlasCall, GpuContractionPlan};
 use super::kernels;
 use super::ttlg::{DeviceProps, GpuModel, Schema, TtlgOptions, TtlgPlan};
 
@@ -772,65 +772,112 @@ impl Device {
         beta: T,
         c: &mut CudaSlice<u8>,
     ) -> Result<()> {
-        let (m, n, k, batch) = (g.m, g.n, g.k, g.batch);
-        if m == 0 || n == 0 || batch == 0 {
+        self.gemm_call(&BlasCall::packed(g), alpha, a, b, beta, c)
+    }
+
+    /// One strided-batched cuBLAS GEMM as a [`BlasCall`] describes it (column-major terms;
+    /// `a` and `b` are the contraction's A and B, the call says which comes first). Every
+    /// buffer is checked to hold the elements the call addresses. f32/f64 through cudarc's
+    /// safe layer, complex through its raw bindings.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// // A contraction whose plan is one direct call: C[:, b, :] = A[b]^T B for every b.
+    /// let a = dev.upload(&ndarray::Array3::<f32>::ones((6, 5, 7))).unwrap();
+    /// let b = dev.upload(&ndarray::Array2::<f32>::ones((5, 4))).unwrap();
+    /// let mut c = dev.zeros::<f32>(&[7, 6, 4]).unwrap();
+    /// dev.contract_into("bda,dc->abc", 1.0, &a, &b, 0.0, &mut c).unwrap();
+    /// # }
+    /// ```
+    pub fn gemm_call<T: Element>(
+        &self,
+        call: &BlasCall,
+        alpha: T,
+        a: &CudaSlice<u8>,
+        b: &CudaSlice<u8>,
+        beta: T,
+        c: &mut CudaSlice<u8>,
+    ) -> Result<()> {
+        if call.m == 0 || call.n == 0 || call.batch == 0 {
             return Ok(());
         }
         let int = |x: usize| -> Result<i32> {
             i32::try_from(x)
                 .map_err(|_| Error::Gpu(format!("GEMM dimension {x} exceeds cuBLAS's int")))
         };
-        let (mi, ni, ki, bi) = (int(m)?, int(n)?, int(k.max(1))?, int(batch)?);
-        let (sa, sb, sc) = ((m * k) as i64, (k * n) as i64, (m * n) as i64);
-        let h = self.blas()?;
-        let op = blas::cublasOperation_t::CUBLAS_OP_N;
-        let es = T::DTYPE.size_bytes();
-        let need = |buf: &CudaSlice<u8>, elems: usize| -> Result<()> {
-            if buf.len() < elems * es {
-                Err(Error::Gpu("GEMM operand buffer too small".into()))
+        let long = |x: usize| -> Result<i64> {
+            i64::try_from(x).map_err(|_| Error::Gpu(format!("GEMM stride {x} exceeds i64")))
+        };
+        let (mi, ni, ki, bi) = (
+            int(call.m)?,
+            int(call.n)?,
+            int(call.k.max(1))?,
+            int(call.batch)?,
+        );
+        let (lx, ly, lc) = (int(call.ld_first)?, int(call.ld_second)?, int(call.ld_c)?);
+        let (sx, sy, sc) = (
+            long(call.stride_first)?,
+            long(call.stride_second)?,
+            long(call.stride_c)?,
+        );
+        let op = |t: bool| {
+            if t {
+                blas::cublasOperation_t::CUBLAS_OP_T
             } else {
-                Ok(())
+                blas::cublasOperation_t::CUBLAS_OP_N
             }
         };
-        need(a, m * k * batch)?;
-        need(b, k * n * batch)?;
-        need(c, m * n * batch)?;
+        let (opx, opy) = (op(call.trans_first), op(call.trans_second));
+        let h = self.blas()?;
+        let es = T::DTYPE.size_bytes();
+        let [nx, ny, nc] = call.extents();
+        let (x, y) = if call.first_is_a { (a, b) } else { (b, a) };
+        for (buf, elems) in [(x, nx), (y, ny)] {
+            if buf.len() < elems * es {
+                return Err(Error::Gpu("GEMM operand buffer too small".into()));
+            }
+        }
+        if c.len() < nc * es {
+            return Err(Error::Gpu("GEMM result buffer too small".into()));
+        }
         match T::DTYPE {
             DType::F32 | DType::F64 => {
                 macro_rules! real {
                     ($t:ty) => {{
                         let cfg = StridedBatchedConfig {
                             gemm: GemmConfig::<$t> {
-                                transa: op,
-                                transb: op,
-                                m: ni,
-                                n: mi,
+                                transa: opx,
+                                transb: opy,
+                                m: mi,
+                                n: ni,
                                 k: ki,
                                 alpha: alpha.re() as $t,
-                                lda: ni,
-                                ldb: ki,
+                                lda: lx,
+                                ldb: ly,
                                 beta: beta.re() as $t,
-                                ldc: ni,
+                                ldc: lc,
                             },
                             batch_size: bi,
-                            stride_a: sb,
-                            stride_b: sa,
+                            stride_a: sx,
+                            stride_b: sy,
                             stride_c: sc,
                         };
                         let len = |x: &CudaSlice<u8>| x.len() / std::mem::size_of::<$t>();
                         // SAFETY: the byte buffers hold at least the elements checked above;
                         // reinterpreting them as $t (plain old data) is sound.
-                        let (va, vb) =
-                            unsafe { (a.transmute::<$t>(len(a)), b.transmute::<$t>(len(b))) };
-                        let lc = len(c);
+                        let (vx, vy) =
+                            unsafe { (x.transmute::<$t>(len(x)), y.transmute::<$t>(len(y))) };
+                        let lcn = len(c);
                         // SAFETY: as above, for C.
-                        let vc = unsafe { c.transmute_mut::<$t>(lc) };
-                        let (Some(va), Some(vb), Some(mut vc)) = (va, vb, vc) else {
+                        let vc = unsafe { c.transmute_mut::<$t>(lcn) };
+                        let (Some(vx), Some(vy), Some(mut vc)) = (vx, vy, vc) else {
                             return Err(Error::Gpu("GEMM operand reinterpretation failed".into()));
                         };
-                        // SAFETY: dimensions, leading dimensions and strides describe packed
-                        // row-major matrices inside the buffers (checked above).
-                        unsafe { h.gemm_strided_batched(cfg, &vb, &va, &mut vc) }
+                        // SAFETY: `call.extents()` bounds every element the call addresses
+                        // (checked above against the buffers' lengths).
+                        unsafe { h.gemm_strided_batched(cfg, &vx, &vy, &mut vc) }
                             .map_err(gpu("cuBLAS gemm"))?;
                     }};
                 }
@@ -841,8 +888,8 @@ impl Device {
                 }
             }
             DType::C32 | DType::C64 => {
-                let (pa, _ga) = a.device_ptr(&self.stream);
-                let (pb, _gb) = b.device_ptr(&self.stream);
+                let (px, _gx) = x.device_ptr(&self.stream);
+                let (py, _gy) = y.device_ptr(&self.stream);
                 let (pc, _gc) = c.device_ptr_mut(&self.stream);
                 let st = if T::DTYPE == DType::C32 {
                     let al = blas::float2 {
@@ -853,26 +900,27 @@ impl Device {
                         x: beta.re() as f32,
                         y: beta.im() as f32,
                     };
-                    // SAFETY: as for the real case; pointers are device addresses of packed
-                    // complex matrices, scalars are host values (default pointer mode).
+                    // SAFETY: as for the real case; pointers are device addresses of complex
+                    // matrices the call's extents fit in, scalars are host values (default
+                    // pointer mode).
                     unsafe {
                         blas::cublasCgemmStridedBatched(
                             *h.handle(),
-                            op,
-                            op,
-                            ni,
+                            opx,
+                            opy,
                             mi,
+                            ni,
                             ki,
                             &al,
-                            pb as *const _,
-                            ni,
-                            sb,
-                            pa as *const _,
-                            ki,
-                            sa,
+                            px as *const _,
+                            lx,
+                            sx,
+                            py as *const _,
+                            ly,
+                            sy,
                             &be,
                             pc as *mut _,
-                            ni,
+                            lc,
                             sc,
                             bi,
                         )
@@ -890,21 +938,21 @@ impl Device {
                     unsafe {
                         blas::cublasZgemmStridedBatched(
                             *h.handle(),
-                            op,
-                            op,
-                            ni,
+                            opx,
+                            opy,
                             mi,
+                            ni,
                             ki,
                             &al,
-                            pb as *const _,
-                            ni,
-                            sb,
-                            pa as *const _,
-                            ki,
-                            sa,
+                            px as *const _,
+                            lx,
+                            sx,
+                            py as *const _,
+                            ly,
+                            sy,
                             &be,
                             pc as *mut _,
-                            ni,
+                            lc,
                             sc,
                             bi,
                         )
@@ -1023,7 +1071,7 @@ impl Device {
         };
         match (&plan.unpack_c, ws_c.as_mut()) {
             (Some(st), Some(ws)) => {
-                self.gemm_packed(&plan.gemm, alpha, ga, gb, zero, ws.slice_mut()?)?;
+                self.gemm_call(&plan.blas, alpha, ga, gb, zero, ws.slice_mut()?)?;
                 let mut src = vec![0; st.perm.len()];
                 for (i, &p) in st.perm.iter().enumerate() {
                     src[p] = st.shape[i];
@@ -1037,7 +1085,7 @@ impl Device {
                 )?;
                 self.launch_transpose(&p, one, ws.slice()?, beta, &mut c.buf)?;
             }
-            _ => self.gemm_packed(&plan.gemm, alpha, ga, gb, beta, &mut c.buf)?,
+            _ => self.gemm_call(&plan.blas, alpha, ga, gb, beta, &mut c.buf)?,
         }
         Ok(())
     }

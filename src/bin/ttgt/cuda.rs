@@ -18,43 +18,18 @@ pub fn is_cuda(backend: &str) -> CliResult<bool> {
     }
 }
 
-/// The TCCG contraction table (48 cases).
-const TCCG_TSV: &str = include_str!("../../../benches/data/tccg_contractions.tsv");
-
 /// One TCCG case: id, row-major einsum spec, operand extents.
 type TccgCase = (String, String, Vec<usize>, Vec<usize>);
 
+/// The TCCG cases in row-major terms (the table's `einsum_rowmajor_equiv`, the same memory
+/// layouts as the CPU bench) with the extents for `dtype`.
 fn tccg_cases(dtype: ttgt::DType) -> CliResult<Vec<TccgCase>> {
     let bad = |w: &str| CliError::new(format!("TCCG table: {w}"));
-    let mut rows = TCCG_TSV
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
-    let header: Vec<&str> = rows
-        .next()
-        .ok_or_else(|| bad("no header"))?
-        .split('\t')
-        .collect();
-    let col = |n: &str| header.iter().position(|c| *c == n).ok_or_else(|| bad(n));
-    let ext_col = if dtype.size_bytes() >= 8 && dtype != ttgt::DType::C32 {
-        "extents_f64"
-    } else {
-        "extents_f32"
-    };
-    let (ci, ce, cx) = (col("id")?, col("einsum")?, col(ext_col)?);
     let mut out = Vec::new();
-    for r in rows {
-        let f: Vec<&str> = r.split('\t').collect();
-        let get = |c: usize| f.get(c).copied().ok_or_else(|| bad("short row"));
-        let spec = get(ce)?.to_string();
-        let ext: Vec<(char, usize)> = get(cx)?
-            .split(',')
-            .filter_map(|kv| {
-                let (k, v) = kv.split_once('=')?;
-                Some((k.trim().chars().next()?, v.trim().parse().ok()?))
-            })
-            .collect();
-        let extent = |c: char| ext.iter().find(|(k, _)| *k == c).map(|&(_, v)| v);
-        let (ins, _) = spec
+    for c in ttgt::bench::parse_tccg(ttgt::bench::TCCG_TSV)? {
+        let ext = c.extents(dtype, 1.0);
+        let (ins, _) = c
+            .spec
             .split_once("->")
             .ok_or_else(|| bad("spec without ->"))?;
         let (ta, tb) = ins
@@ -62,15 +37,14 @@ fn tccg_cases(dtype: ttgt::DType) -> CliResult<Vec<TccgCase>> {
             .ok_or_else(|| bad("spec without two inputs"))?;
         let shape = |t: &str| -> CliResult<Vec<usize>> {
             t.chars()
-                .map(|c| extent(c).ok_or_else(|| bad(&format!("no extent for {c}"))))
+                .map(|ch| {
+                    ext.get(&ch)
+                        .copied()
+                        .ok_or_else(|| bad(&format!("no extent for {ch}")))
+                })
                 .collect()
         };
-        out.push((
-            format!("tccg-{}", get(ci)?),
-            spec.clone(),
-            shape(ta)?,
-            shape(tb)?,
-        ));
+        out.push((c.name.clone(), c.spec.clone(), shape(ta)?, shape(tb)?));
     }
     Ok(out)
 }

@@ -54,7 +54,7 @@ impl Side {
     /// assert!(s.volume(&p.problem) >= 32);
     /// ```
     pub fn volume(&self, p: &GpuProblem) -> usize {
-        self.extents(p).iter().product()
+        self.inner(p) * self.dims.last().map_or(1, |_| self.block)
     }
 
     /// Product of the extents below the blocked dim.
@@ -67,8 +67,9 @@ impl Side {
     /// assert!(s.inner(&p.problem) <= s.volume(&p.problem));
     /// ```
     pub fn inner(&self, p: &GpuProblem) -> usize {
-        let e = self.extents(p);
-        e[..e.len().saturating_sub(1)].iter().product()
+        // (No allocation: planning evaluates this for every candidate slice.)
+        let k = self.dims.len().saturating_sub(1);
+        self.dims[..k].iter().map(|&d| p.dims[d].n).product()
     }
 
     /// Extent of the blocked dim (1 when the side is empty).
@@ -198,7 +199,7 @@ pub(crate) fn od_candidates(p: &GpuProblem) -> Vec<Slice> {
         return out;
     }
     let fo = p.fvi_out();
-    for is in unique(
+    for is in unique_runs(
         (WS..=MAX_SIDE)
             .step_by(WS)
             .map(|la| prefix(p, &p.in_order, la, |d| d == fo)),
@@ -209,7 +210,7 @@ pub(crate) fn od_candidates(p: &GpuProblem) -> Vec<Slice> {
         let oss = (WS..=MAX_SIDE)
             .step_by(WS)
             .map(|lb| prefix(p, &p.out_order, lb, |d| is.dims.contains(&d)));
-        for os in unique(oss) {
+        for os in unique_runs(oss) {
             if !os.dims.is_empty() {
                 out.push(Slice {
                     schema: Schema::OrthogonalDistinct,
@@ -221,6 +222,19 @@ pub(crate) fn od_candidates(p: &GpuProblem) -> Vec<Slice> {
         }
     }
     out
+}
+
+/// The distinct items of `it` when equal items are adjacent (prefixes for growing limits
+/// are: a longer limit never gives back an earlier prefix), in order, without comparing
+/// every pair.
+fn unique_runs<T: PartialEq>(it: impl Iterator<Item = T>) -> Vec<T> {
+    let mut v: Vec<T> = Vec::new();
+    for x in it {
+        if v.last() != Some(&x) {
+            v.push(x);
+        }
+    }
+    v
 }
 
 /// The distinct items of `it`, in first-seen order.
@@ -242,7 +256,7 @@ pub(crate) fn oa_candidates(p: &GpuProblem, max_shared: usize) -> Vec<Slice> {
     let size = p.kernel_dtype.size_bytes();
     let cap = max_shared / size;
     let mut out = Vec::new();
-    for is in unique(
+    for is in unique_runs(
         (WS..=MAX_SIDE)
             .step_by(WS)
             .map(|la| prefix(p, &p.in_order, la, |_| false)),

@@ -151,13 +151,12 @@ impl BlasCall {
         ]
     }
 
-    /// Whether the call moves only what a GEMM must (no workspace): a direct call on the
-    /// operands in place.
+    /// One line: shape, operand order and flags, leading dimensions, batch strides.
     ///
     /// ```
     /// use ttgt::backend::cuda::contract::{BlasCall, GemmShape};
     /// let c = BlasCall::packed(&GemmShape { batch: 1, m: 2, n: 3, k: 4 });
-    /// assert!(c.describe().starts_with("gemm"));
+    /// assert!(c.describe().starts_with("gemm 3x2x4 (cuBLAS column-major: B x A"));
     /// ```
     pub fn describe(&self) -> String {
         format!(
@@ -455,7 +454,8 @@ fn direct_call(
         return None;
     }
     let k = fuse(&ks, &ext, &strides, 0)?;
-    let mut best: Option<(usize, usize, BlasCall)> = None;
+    // Ranking: larger products first, then fewer loop indices.
+    let mut best: Option<((std::cmp::Reverse<usize>, usize), BlasCall)> = None;
     for mask in 0u32..(1 << free.len()) {
         let loops: Vec<Label> = free
             .iter()
@@ -481,12 +481,12 @@ fn direct_call(
         let Some(call) = blas_call(l, m, n, k) else {
             continue;
         };
-        let key = (usize::MAX - call.m * call.n, loops.len());
-        if best.as_ref().is_none_or(|(a, b, _)| key < (*a, *b)) {
-            best = Some((key.0, key.1, call));
+        let key = (std::cmp::Reverse(call.m * call.n), loops.len());
+        if best.as_ref().is_none_or(|(k, _)| key < *k) {
+            best = Some((key, call));
         }
     }
-    best.map(|(_, _, c)| c)
+    best.map(|(_, c)| c)
 }
 
 impl GpuContractionPlan {

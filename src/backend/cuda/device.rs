@@ -891,72 +891,48 @@ impl Device {
                 let (px, _gx) = x.device_ptr(&self.stream);
                 let (py, _gy) = y.device_ptr(&self.stream);
                 let (pc, _gc) = c.device_ptr_mut(&self.stream);
+                // One call of `$f` with scalars of the pair type `$s` (component type `$c`).
+                macro_rules! complex {
+                    ($f:ident, $s:ident, $c:ty) => {{
+                        let al = blas::$s {
+                            x: alpha.re() as $c,
+                            y: alpha.im() as $c,
+                        };
+                        let be = blas::$s {
+                            x: beta.re() as $c,
+                            y: beta.im() as $c,
+                        };
+                        // SAFETY: as for the real case; pointers are device addresses of
+                        // complex matrices the call's extents fit in, scalars are host values
+                        // (default pointer mode).
+                        unsafe {
+                            blas::$f(
+                                *h.handle(),
+                                opx,
+                                opy,
+                                mi,
+                                ni,
+                                ki,
+                                &al,
+                                px as *const _,
+                                lx,
+                                sx,
+                                py as *const _,
+                                ly,
+                                sy,
+                                &be,
+                                pc as *mut _,
+                                lc,
+                                sc,
+                                bi,
+                            )
+                        }
+                    }};
+                }
                 let st = if T::DTYPE == DType::C32 {
-                    let al = blas::float2 {
-                        x: alpha.re() as f32,
-                        y: alpha.im() as f32,
-                    };
-                    let be = blas::float2 {
-                        x: beta.re() as f32,
-                        y: beta.im() as f32,
-                    };
-                    // SAFETY: as for the real case; pointers are device addresses of complex
-                    // matrices the call's extents fit in, scalars are host values (default
-                    // pointer mode).
-                    unsafe {
-                        blas::cublasCgemmStridedBatched(
-                            *h.handle(),
-                            opx,
-                            opy,
-                            mi,
-                            ni,
-                            ki,
-                            &al,
-                            px as *const _,
-                            lx,
-                            sx,
-                            py as *const _,
-                            ly,
-                            sy,
-                            &be,
-                            pc as *mut _,
-                            lc,
-                            sc,
-                            bi,
-                        )
-                    }
+                    complex!(cublasCgemmStridedBatched, float2, f32)
                 } else {
-                    let al = blas::double2 {
-                        x: alpha.re(),
-                        y: alpha.im(),
-                    };
-                    let be = blas::double2 {
-                        x: beta.re(),
-                        y: beta.im(),
-                    };
-                    // SAFETY: as above.
-                    unsafe {
-                        blas::cublasZgemmStridedBatched(
-                            *h.handle(),
-                            opx,
-                            opy,
-                            mi,
-                            ni,
-                            ki,
-                            &al,
-                            px as *const _,
-                            lx,
-                            sx,
-                            py as *const _,
-                            ly,
-                            sy,
-                            &be,
-                            pc as *mut _,
-                            lc,
-                            sc,
-                            bi,
-                        )
-                    }
+                    complex!(cublasZgemmStridedBatched, double2, f64)
                 };
                 if st != blas::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
                     return Err(Error::Gpu(format!("cuBLAS complex gemm: {st:?}")));

@@ -185,7 +185,10 @@ macro_rules! dtype_props {
                 // Streaming stores forced on for a third of the cases, so that the
                 // non-temporal paths run on small tensors too.
                 let streaming = [None, Some(true), Some(false)][(isa_k + threads) % 3];
-                let opts = TransposeOptions { threads: Some(threads), isa: Some(isa), streaming, ..Default::default() };
+                // The tiles' prefetch of the next unit forced on and off as well (the
+                // rule alone would leave one branch untried on many shapes).
+                let prefetch = [None, Some(true), Some(false)][(isa_k + 2 * threads) % 3];
+                let opts = TransposeOptions { threads: Some(threads), isa: Some(isa), streaming, prefetch, ..Default::default() };
                 check::<$t>(&dims, &perm, &va, &vb, alpha, beta, &opts, measure)?;
             }
         }
@@ -206,17 +209,19 @@ fn every_isa_and_block_on_tiles_with_remainders() {
         steps: vec![1, 1, 1],
     };
     for isa in Isa::available() {
-        for (block, streaming) in [
-            (None, None),
-            (None, Some(true)),
-            (Some(Isa::Avx512.width(DType::F32)), Some(true)),
-            (Some(64), Some(false)),
+        for (block, streaming, prefetch) in [
+            (None, None, None),
+            (None, Some(true), Some(true)),
+            (None, Some(true), Some(false)),
+            (Some(Isa::Avx512.width(DType::F32)), Some(true), Some(true)),
+            (Some(64), Some(false), Some(true)),
         ] {
             let opts = TransposeOptions {
                 threads: Some(2),
                 isa: Some(isa),
                 block,
                 streaming,
+                prefetch,
                 ..Default::default()
             };
             for (al, be) in [(1.0, 0.0), (0.5, 0.0), (2.0, -1.0)] {

@@ -26,6 +26,8 @@ pub struct TransposeBenchOptions {
     pub tuning: Tuning,
     /// Force non-temporal stores on or off (`None`: the plan's rule).
     pub streaming: Option<bool>,
+    /// Force the tiles' software prefetch on or off (`None`: the plan's rule).
+    pub prefetch: Option<bool>,
     /// Bytes past a cache-line boundary where B starts (a multiple of the element size,
     /// below 64; 0: line-aligned).
     pub b_offset: usize,
@@ -83,6 +85,7 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
         threads: Some(o.threads),
         tuning: o.tuning,
         streaming: o.streaming,
+        prefetch: o.prefetch,
         ..Default::default()
     };
     let (alpha, beta) = (T::one(), T::from_f64(o.beta));

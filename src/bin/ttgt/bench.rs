@@ -192,6 +192,9 @@ pub struct TransposeArgs {
     /// Non-temporal stores for beta = 0: on, off, or auto (the plan's rule).
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub streaming: String,
+    /// Software prefetch of the next macro-tile's A rows: on, off, or auto (the plan's rule).
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    pub prefetch: String,
     /// B starts this many bytes past a cache-line boundary (a multiple of the element size,
     /// below 64), as large results from the system allocator do (16); the copy reference
     /// writes to the same B.
@@ -340,16 +343,8 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
             },
             None => Tuning::Estimate,
         },
-        streaming: match a.streaming.as_str() {
-            "auto" => None,
-            "on" => Some(true),
-            "off" => Some(false),
-            other => {
-                return Err(CliError::new(format!(
-                    "--streaming takes on, off or auto, got {other:?}"
-                )))
-            }
-        },
+        streaming: on_off_auto("--streaming", &a.streaming)?,
+        prefetch: on_off_auto("--prefetch", &a.prefetch)?,
     };
     let list = cases(a)?;
     if !a.json {
@@ -540,6 +535,18 @@ pub fn calibrate(a: &CalibrateArgs) -> CliResult<()> {
     }
     ttgt::model::set_profile(p);
     Ok(())
+}
+
+/// A forced choice from `on`, `off` or `auto` (`None`: the plan's rule).
+fn on_off_auto(flag: &str, v: &str) -> Result<Option<bool>, CliError> {
+    match v {
+        "auto" => Ok(None),
+        "on" => Ok(Some(true)),
+        "off" => Ok(Some(false)),
+        other => Err(CliError::new(format!(
+            "{flag} takes on, off or auto, got {other:?}"
+        ))),
+    }
 }
 
 #[cfg(test)]

@@ -286,10 +286,14 @@ pub(crate) unsafe fn tile_scalar<T: Element>(a: *const T, b: *mut T, t: &Tile, s
 /// A tile covered by `w×w` SIMD micro-tiles, with edge micro-tiles (masked, [`EdgeFn`]) for
 /// the strips narrower than `w` on the right and bottom edges, so that no part of the tile
 /// runs element by element. Requires `sai == 1` and `sbj == 1`. With `stream`, micro-tiles
-/// whose destination rows are aligned use non-temporal stores (the caller fences).
+/// whose destination rows are aligned use non-temporal stores (the caller fences). With a
+/// non-null `next` (the A origin of the tile the caller runs next, same row stride), each
+/// whole micro-tile first prefetches the lines of the next tile's rows at its own position
+/// ([`prefetch_rows`]; `next` need not be a valid address).
 ///
 /// # Safety
 /// As [`tile_scalar`], plus: `micro` runs on this CPU and `t.sai == 1 && t.sbj == 1`.
+#[allow(clippy::too_many_arguments)] // the tile, its kernels and scalars, the store kind, seams, the prefetch
 pub(crate) unsafe fn tile_simd<T: Element>(
     a: *const T,
     b: *mut T,
@@ -298,6 +302,7 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     m: &Micro,
     stream: bool,
     seam: &Seam,
+    next: *const T,
 ) {
     let w = m.w;
     debug_assert!(t.sai == 1 && t.sbj == 1);
@@ -328,7 +333,7 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     // Non-temporal stores when every destination row of a micro-tile is aligned: rows are
     // `ldb` bytes apart, so that is `ldb` and the first row's address being multiples.
     let nt = match m.nt {
-        Some((g, align)) if stream && ldb % align as isize == 0 => Some((g, align)),
+        Some((g, align)) if stream && ldb as usize & (align - 1) == 0 => Some((g, align)),
         _ => None,
     };
     // When the rows are equally misaligned (a tile that starts inside a line of a
@@ -346,7 +351,7 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     let seamed = seam.head > 0;
     let shift = match nt {
         Some((_, align)) if (b as usize).is_multiple_of(es as usize) => {
-            let mis = b as usize % align;
+            let mis = b as usize & (align - 1);
             let s = if mis == 0 {
                 0
             } else {
@@ -389,14 +394,24 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     let tail = t.nj - fj;
     let seams = tail > 0 && seam.succ;
     debug_assert!(!seams || (tail + seam.head) * es_u == nt.map_or(0, |n| n.1));
+    // Streamed micro-tiles: alignments are powers of two (a mask, not a division per
+    // micro-tile).
+    let (g, mask) = nt.map_or((m.f, usize::MAX), |(g, align)| (g, align - 1));
     for i0 in (0..fi).step_by(w) {
+        let (pa_row, pb_row) = at(a, b, t, i0, 0);
+        // The next tile's A rows at this column, one line per row (micro-tile rows narrower
+        // than a line: at the line's first micro-tile only).
+        let next_row = (!next.is_null() && (i0 * es_u).is_multiple_of(64))
+            .then(|| next.wrapping_add(i0) as *const u8);
         for j0 in (0..fj).step_by(w) {
-            let dst = b.add(j0).offset(i0 as isize * t.sbi);
-            let f = match nt {
-                Some((g, align)) if (dst as usize).is_multiple_of(align) => g,
-                _ => m.f,
-            };
-            micro_at(f, a, b, t, i0, j0);
+            if let Some(nr) = next_row {
+                prefetch_rows(nr.wrapping_offset(j0 as isize * lda), lda, w);
+            }
+            // SAFETY: the micro-tile at (i0, j0) lies inside the tile.
+            let (pa, pb) = unsafe { (pa_row.offset(j0 as isize * lda), pb_row.add(j0 * es_u)) };
+            let f = if pb as usize & mask == 0 { g } else { m.f };
+            // SAFETY: as above.
+            unsafe { f(pa, lda, pb, ldb, al, be) };
         }
         // The right edge of this row of micro-tiles.
         if fj < t.nj && !seams {
@@ -417,12 +432,9 @@ pub(crate) unsafe fn tile_simd<T: Element>(
         // transposes of the row's last `w` columns and of the successor's first `w`, joined
         // in registers by the seam kernel, or (without one, or for the partial rows at the
         // bottom) composed in an aligned scratch row of two lines and streamed out.
-        #[repr(align(64))]
-        struct Scratch([u8; 16 * 128]);
-        let mut sc_buf: Option<Scratch> = None;
         let line = nt.map_or(64, |n| n.1);
         debug_assert!(w * es_u == line && w <= 16);
-        let (ld, from) = (2 * line as isize, line - tail * es_u);
+        let from = line - tail * es_u;
         for i0 in (0..t.ni).step_by(w) {
             let r = w.min(t.ni - i0);
             let (pt, pb) = at(a, b, t, i0, fj);
@@ -440,34 +452,95 @@ pub(crate) unsafe fn tile_simd<T: Element>(
                 // grid is).
                 (Some(sf), true) => unsafe { sf(last(), na, lda, pb, ldb, al, be, tail * es_u) },
                 _ => {
-                    // Zeroed on first use only (2 KiB).
-                    #[allow(clippy::unnecessary_lazy_evaluations)]
-                    let sp = sc_buf
-                        .get_or_insert_with(|| Scratch([0; 16 * 128]))
-                        .0
-                        .as_mut_ptr();
-                    // SAFETY: the scratch holds r <= w <= 16 rows of two lines; the row's
-                    // last `w` columns (when `whole`), its tail columns [fj, nj) and the
-                    // successors' first `w` lie in A.
+                    let (src, ends) = if whole {
+                        (last(), None)
+                    } else {
+                        (pt, Some((r, tail, seam.head)))
+                    };
+                    // SAFETY: the row's last `w` columns (when `whole`), its tail columns
+                    // [fj, nj) and the successors' first `w` lie in A; the lines at `pb`,
+                    // `ldb` apart, are this row's tail and its successor's head, both ours
+                    // to write, aligned (the grid is).
                     unsafe {
-                        if whole {
-                            (m.f)(last(), lda, sp, ld, al, be);
-                            (m.f)(na, lda, sp.add(line), ld, al, be);
-                        } else {
-                            (m.edge)(pt, lda, sp.add(from), ld, al, be, r, tail);
-                            (m.edge)(na, lda, sp.add(line), ld, al, be, r, seam.head);
-                        }
-                    }
-                    // SAFETY: the scratch rows' bytes [from, from + line) go to their lines
-                    // [pb, pb + line), each this row's tail and its successor's head, both
-                    // ours to write, aligned (the grid is).
-                    unsafe { copy(sp.add(from), ld, pb, ldb, r, line, None) };
+                        seam_via_scratch(
+                            m,
+                            copy,
+                            (src, na, lda),
+                            (pb, ldb),
+                            (al, be),
+                            line,
+                            from,
+                            ends,
+                        )
+                    };
                 }
             }
             #[cfg(test)]
             SEAM_LINES.fetch_add(r, std::sync::atomic::Ordering::Relaxed);
         }
     }
+}
+
+/// Asks for the `rows` lines at `p`, `ld` bytes apart, to be brought into the L2 cache.
+/// A hint only: prefetches never fault, so the addresses need not be valid (they are formed
+/// with wrapping arithmetic for that reason).
+#[inline(always)]
+fn prefetch_rows(p: *const u8, ld: isize, rows: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for r in 0..rows as isize {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
+        // SAFETY: a prefetch has no architectural effect and does not fault on any address.
+        unsafe { _mm_prefetch::<_MM_HINT_T1>(p.wrapping_offset(r * ld) as *const i8) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, ld, rows);
+}
+
+/// The seam lines of one row of micro-tiles composed in an aligned scratch of two lines per
+/// row and streamed out: the row's tail (`src`: its last `w` columns, or with `ends =
+/// Some((rows, tail, head))` its `tail` columns of `rows` rows) and its successor's head
+/// (`na`). Out of line (a rare path), so that its 2 KiB scratch is not part of the stack
+/// frame of every [`tile_simd`] call (a frame over 4 KiB, probed on each call).
+///
+/// # Safety
+/// As the seam branch of [`tile_simd`]: the A blocks are readable, the `rows` lines at `pb`
+/// (`ldb` apart) are the caller's to write and `line`-aligned, `line <= 128`.
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)] // two sources, a destination, the scalars and the shape
+unsafe fn seam_via_scratch(
+    m: &Micro,
+    copy: StreamRowsFn,
+    (src, na, lda): (*const u8, *const u8, isize),
+    (pb, ldb): (*mut u8, isize),
+    (al, be): (f64, f64),
+    line: usize,
+    from: usize,
+    ends: Option<(usize, usize, usize)>,
+) {
+    #[repr(align(64))]
+    struct Scratch([u8; 16 * 128]);
+    let mut buf = Scratch([0; 16 * 128]);
+    let sp = buf.0.as_mut_ptr();
+    let ld = 2 * line as isize;
+    // SAFETY: the scratch holds up to 16 rows of two lines; the sources lie in A (caller).
+    let rows = unsafe {
+        match ends {
+            None => {
+                (m.f)(src, lda, sp, ld, al, be);
+                (m.f)(na, lda, sp.add(line), ld, al, be);
+                m.w
+            }
+            Some((r, tail, head)) => {
+                (m.edge)(src, lda, sp.add(from), ld, al, be, r, tail);
+                (m.edge)(na, lda, sp.add(line), ld, al, be, r, head);
+                r
+            }
+        }
+    };
+    // SAFETY: the scratch rows' bytes [from, from + line) go to their lines [pb, pb + line)
+    // (caller).
+    unsafe { copy(sp.add(from), ld, pb, ldb, rows, line, None) };
 }
 
 /// Seam lines written (tests check that their cases reach the seam path).
@@ -818,6 +891,8 @@ mod tests {
                             &m,
                             stream,
                             &Seam::default(),
+                            // the prefetch of a next tile (here: this one) changes nothing
+                            if stream { a.as_ptr() } else { std::ptr::null() },
                         )
                     };
                     store_fence();

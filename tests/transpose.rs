@@ -200,6 +200,39 @@ dtype_props!(f64_matches_reference, f64);
 dtype_props!(c32_matches_reference, Complex32);
 dtype_props!(c64_matches_reference, Complex64);
 
+/// Streamed row copies whose batch is copied in groups (rows one after another in A, groups
+/// a page or more apart), rows of 2 KiB and of 10 KiB (long rows are batched only then), A
+/// read forwards and backwards (negative steps), every dtype and level, alpha/beta.
+#[test]
+fn grouped_row_batches_match_reference() {
+    for (dims, steps) in [
+        (vec![3usize, 40, 512], vec![1isize, 1, 1]),
+        (vec![2, 13, 2560], vec![1, 1, 1]),
+        (vec![3, 40, 512], vec![1, -1, 1]),
+        (vec![2, 13, 2560], vec![-1, -1, 1]),
+    ] {
+        let perm = [1usize, 0, 2];
+        let va = ViewSpec { steps };
+        let vb = ViewSpec {
+            steps: vec![1, 1, 1],
+        };
+        for isa in Isa::available() {
+            let opts = TransposeOptions {
+                threads: Some(1),
+                isa: Some(isa),
+                streaming: Some(true),
+                ..Default::default()
+            };
+            for (al, be) in [(1.0, 0.0), (2.0, 0.0), (1.0, 0.5)] {
+                check::<f32>(&dims, &perm, &va, &vb, al, be, &opts, false).unwrap();
+                check::<f64>(&dims, &perm, &va, &vb, al, be, &opts, false).unwrap();
+                check::<Complex32>(&dims, &perm, &va, &vb, al, be, &opts, false).unwrap();
+                check::<Complex64>(&dims, &perm, &va, &vb, al, be, &opts, false).unwrap();
+            }
+        }
+    }
+}
+
 /// Every level on shapes large enough for full micro-tiles plus remainders, every dtype.
 #[test]
 fn every_isa_and_block_on_tiles_with_remainders() {

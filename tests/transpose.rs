@@ -233,6 +233,66 @@ fn grouped_row_batches_match_reference() {
     }
 }
 
+/// Streamed row copies whose small batches are copied four units at a time (short rows one
+/// after another in A, into a line-aligned B): every element lands in its place, for unit
+/// counts with and without a remainder, every dtype and level, plain and scaled copies, on
+/// one and two threads.
+#[test]
+fn row_batches_of_several_units_match_reference() {
+    fn run<T: Element>(dims: [usize; 4], isa: Isa, alpha: f64, threads: usize) {
+        // B[c][b][a][d] = alpha * A[a][b][c][d]
+        let perm = [2usize, 1, 0, 3];
+        let n: usize = dims.iter().product();
+        let a: Vec<T> = (0..n)
+            .map(|x| T::from_parts(x as f64, -(x as f64) * 0.5))
+            .collect();
+        let la = Layout::row_major(&dims).unwrap();
+        let lb = Layout::row_major(&[dims[2], dims[1], dims[0], dims[3]]).unwrap();
+        let mut b = vec![T::from_f64(-1.0); n + 64];
+        let es = std::mem::size_of::<T>();
+        let off = (0..64)
+            .find(|k| (b.as_ptr() as usize + k * es).is_multiple_of(64))
+            .unwrap();
+        let opts = TransposeOptions {
+            threads: Some(threads),
+            isa: Some(isa),
+            streaming: Some(true),
+            ..Default::default()
+        };
+        let plan = TransposePlan::new(&perm, &la, &lb, T::DTYPE, &opts).unwrap();
+        let av = StridedView::from_slice(&a, la, 0).unwrap();
+        let mut bv = StridedViewMut::from_slice(&mut b, lb, off).unwrap();
+        plan.execute(T::from_f64(alpha), &av, T::from_f64(0.0), &mut bv)
+            .unwrap();
+        let [d0, d1, d2, d3] = dims;
+        for i0 in 0..d0 {
+            for i1 in 0..d1 {
+                for i2 in 0..d2 {
+                    for i3 in 0..d3 {
+                        let want = a[((i0 * d1 + i1) * d2 + i2) * d3 + i3] * T::from_f64(alpha);
+                        let got = b[off + ((i2 * d1 + i1) * d0 + i0) * d3 + i3];
+                        assert_eq!(got, want, "{dims:?} {isa:?} at {i0} {i1} {i2} {i3}");
+                    }
+                }
+            }
+        }
+        assert!(b[..off]
+            .iter()
+            .chain(&b[off + n..])
+            .all(|&x| x == T::from_f64(-1.0)));
+    }
+    for dims in [[10, 7, 6, 32], [9, 5, 3, 64], [3, 1, 5, 16]] {
+        for isa in Isa::available() {
+            for (alpha, threads) in [(1.0, 1), (2.0, 1), (1.0, 2)] {
+                run::<f32>(dims, isa, alpha, threads);
+                run::<f64>(dims, isa, alpha, threads);
+                run::<Complex32>(dims, isa, alpha, threads);
+                run::<Complex64>(dims, isa, alpha, threads);
+            }
+        }
+    }
+}
+
 /// Every level on shapes large enough for full micro-tiles plus remainders, every dtype.
 #[test]
 fn every_isa_and_block_on_tiles_with_remainders() {

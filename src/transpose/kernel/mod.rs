@@ -616,8 +616,8 @@ macro_rules! streaming_copies_for {
         }
 
         /// The grouped part of `stream_rows` without seams ([`super::ROW_GROUPS`]): copies
-        /// the first `count / G * G` rows, a block of one row of each group in turn, and
-        /// returns how many rows it copied.
+        /// the first `count / G * G` rows as `G` sets of consecutive rows
+        /// (`stream_row_sets`) and returns how many rows it copied.
         ///
         /// # Safety
         /// As `stream_rows`, and every destination row is block-aligned, `bytes` whole blocks.
@@ -633,12 +633,33 @@ macro_rules! streaming_copies_for {
         ) -> usize {
             const G: usize = super::ROW_GROUPS;
             let per = count / G;
-            for r in 0..per {
-                let mut rows = [(src, dst); G];
-                for (g, row) in rows.iter_mut().enumerate() {
-                    let k = (g * per + r) as isize;
-                    *row = (src.offset(k * sa), dst.offset(k * sb));
-                }
+            let mut sets = [(src, dst); G];
+            for (g, set) in sets.iter_mut().enumerate() {
+                let k = (g * per) as isize;
+                *set = (src.offset(k * sa), dst.offset(k * sb));
+            }
+            stream_row_sets(&sets, sa, sb, per, bytes);
+            per * G
+        }
+
+        /// Copies `ROW_GROUPS` sets of `count` rows of `bytes` bytes, row `r` of set `g` from
+        /// `sets[g].0 + r*sa` to `sets[g].1 + r*sb`, a block of each set's row `r` in turn,
+        /// so that the sets' reads run as concurrent streams ([`super::ROW_GROUPS`]).
+        ///
+        /// # Safety
+        /// As `stream_copy` for every row; every destination row is block-aligned and `bytes`
+        /// is whole blocks; no destination row overlaps another or any source.
+        #[inline(never)]
+        #[target_feature(enable = $feature)]
+        pub(crate) unsafe fn stream_row_sets(
+            sets: &[(*const u8, *mut u8); super::ROW_GROUPS],
+            sa: isize,
+            sb: isize,
+            count: usize,
+            bytes: usize,
+        ) {
+            for r in 0..count as isize {
+                let rows = sets.map(|(s, d)| (s.offset(r * sa), d.offset(r * sb)));
                 let mut k = 0;
                 while k < bytes {
                     for &(s, d) in &rows {
@@ -647,7 +668,6 @@ macro_rules! streaming_copies_for {
                     k += $line;
                 }
             }
-            per * G
         }
 
         /// Copies `count` rows of `bytes` bytes, row `r` from `src + r*sa` to `dst + r*sb`
@@ -756,6 +776,28 @@ pub(crate) fn stream_block(isa: Isa) -> usize {
 /// with byte strides.
 pub(crate) type StreamRowsFn =
     unsafe fn(*const u8, isize, *mut u8, isize, usize, usize, Option<RowSeam>);
+
+/// Sets of row batches copied together (`(sets, src_stride, dst_stride, rows, bytes)`, byte
+/// strides; see `streaming_copies_for!`'s `stream_row_sets`).
+pub(crate) type StreamRowSetsFn =
+    unsafe fn(&[(*const u8, *mut u8); ROW_GROUPS], isize, isize, usize, usize);
+
+/// The streaming copy of [`ROW_GROUPS`] row batches at once for `isa`, if it has one.
+pub(crate) fn stream_row_sets(isa: Isa) -> Option<StreamRowSetsFn> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match isa {
+            Isa::Avx512 if isa.is_available() => Some(avx512::stream_row_sets as StreamRowSetsFn),
+            Isa::Avx2 if isa.is_available() => Some(avx2::stream_row_sets as StreamRowSetsFn),
+            _ => None,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = isa;
+        None
+    }
+}
 
 /// The batched streaming row copy of `isa`, if it has one.
 pub(crate) fn stream_rows(isa: Isa) -> Option<StreamRowsFn> {

@@ -51,7 +51,8 @@ pub struct TransposeOptions {
     /// the host's rule says ([`line_tile_streaming`]; see [`TransposePlan::streams`]).
     pub streaming: Option<bool>,
     /// Force the software prefetch of the next macro-tile's A rows on (`Some(true)`) or off;
-    /// `None`: the plan's rule ([`TransposePlan::prefetches`]).
+    /// `None`: the plan's rule ([`TransposePlan::prefetches`]); `Measure` tuning then tries
+    /// both.
     pub prefetch: Option<bool>,
 }
 
@@ -1227,7 +1228,7 @@ impl TransposePlan {
     }
 
     /// Plans by measurement: times candidate plans (loop orders, block sizes, block-loop
-    /// order) on the real operands within `options.tuning`'s budget and keeps the fastest.
+    /// order, store kind, the tiles' prefetch) on the real operands within `options.tuning`'s budget and keeps the fastest.
     /// Each candidate performs the real operation; with `beta != 0`, B is saved first and
     /// restored before each run, so B ends as after exactly one execution. Falls back to the
     /// heuristic plan when the budget is zero or memory for the copy of B is short.
@@ -1277,6 +1278,24 @@ impl TransposePlan {
                     }
                 }
             }
+        }
+        // With the prefetch not forced, SIMD tile variants also run with the rule's other
+        // choice ([`Self::prefetches`]); the base plan's comes second, the others at the end.
+        if options.prefetch.is_none() {
+            let flipped: Vec<TransposePlan> = candidates
+                .iter()
+                .filter(|c| matches!(c.kernel, KernelKind::Tile { simd: true, .. }))
+                .map(|c| {
+                    let mut f = c.clone();
+                    f.prefetch = Some(!c.prefetches());
+                    f
+                })
+                .collect();
+            let mut rest = flipped.into_iter();
+            if let Some(first) = rest.next() {
+                candidates.insert(1, first);
+            }
+            candidates.extend(rest);
         }
         // Save B when runs depend on its old value.
         let dense = Layout::row_major(b.layout().dims())?;

@@ -645,7 +645,7 @@ impl TransposePlan {
             .rev()
             .find(|l| l.count > 1)
             .is_some_and(|l| l.sa == ni * i.sa);
-        !(continues && j.sa.abs() * es >= 4096)
+        !(continues && j.sa.unsigned_abs() * es as usize >= kernel::PAGE)
     }
 
     /// The macro-kernel chosen.
@@ -962,7 +962,8 @@ impl TransposePlan {
 
     /// For a streamed row copy whose batches do not group by themselves
     /// ([`kernel::groups_rows`]) but read A as one stream from unit to unit: the copy of
-    /// [`kernel::ROW_GROUPS`] units' batches at once and the batch dimension, when `units`
+    /// [`kernel::ROW_GROUPS`] units' batches at once, the batch dimension and the row length
+    /// in bytes, when `units`
     /// units of this execution are enough for one set. Every destination row must be
     /// line-aligned (B's start and every B stride of the nest whole lines). On an AVX-512
     /// Xeon a C probe of ttc-28's pattern (48 rows of 32 f32 per unit, units following each
@@ -976,7 +977,7 @@ impl TransposePlan {
         stream: bool,
         seam: Option<SeamPlan>,
         units: usize,
-    ) -> Option<(kernel::StreamRowSetsFn, Dim)> {
+    ) -> Option<(kernel::StreamRowSetsFn, Dim, usize)> {
         let KernelKind::Rows { n } = self.kernel else {
             return None;
         };
@@ -995,9 +996,9 @@ impl TransposePlan {
             && loops.iter().all(|l| whole(l.sb * es));
         let chunks = loops.iter().all(|l| l.role != Role::Chunk || l.count == 1);
         // Rows that continue one stream, in batches too small to group by themselves.
-        let stream_of_rows = (d.sa * es).unsigned_abs() < bytes as usize + 4096;
+        let stream_of_rows = kernel::rows_continue(d.sa * es, bytes as usize);
         let grouped = kernel::groups_rows(d.sa * es, bytes as usize, d.n);
-        (aligned && chunks && stream_of_rows && !grouped).then_some((f, d))
+        (aligned && chunks && stream_of_rows && !grouped).then_some((f, d, bytes as usize))
     }
 
     /// Executes units `s..e` of the loop nest (last loop fastest). With `head > 0` (tiles
@@ -1057,27 +1058,20 @@ impl TransposePlan {
                 idx[k] = 0;
             }
         };
-        if let Some((f, d)) = self.unit_sets(loops, p, sc, stream, seam, e - s) {
+        if let Some((f, d, bytes)) = self.unit_sets(loops, p, sc, stream, seam, e - s) {
             // Row batches of `ROW_GROUPS` units at once, the units a quarter of the range
             // apart, then the rest one by one (fewer than `ROW_GROUPS`: no sets).
             const G: usize = kernel::ROW_GROUPS;
             let q = (e - s) / G;
             let es = std::mem::size_of::<T>() as isize;
-            let mut at: [(isize, isize); G] = [(0, 0); G];
-            for (g, x) in at.iter_mut().enumerate() {
-                let (_, oa, ob) = unit(s + g * q);
-                *x = (oa, ob);
-            }
-            let mut odo: Vec<Vec<usize>> = (0..G).map(|g| unit(s + g * q).0).collect();
-            let bytes = match self.kernel {
-                KernelKind::Rows { n } => n * es as usize,
-                KernelKind::Tile { .. } => unreachable!("unit sets are row copies"),
-            };
+            let mut odo: [(Vec<usize>, isize, isize); G] = std::array::from_fn(|g| unit(s + g * q));
             for _ in 0..q {
-                let sets =
-                    at.map(|(oa, ob)| (p.a.offset(oa) as *const u8, p.b.offset(ob) as *mut u8));
+                let sets = std::array::from_fn(|g| {
+                    let (_, oa, ob) = odo[g];
+                    (p.a.offset(oa) as *const u8, p.b.offset(ob) as *mut u8)
+                });
                 f(&sets, d.sa * es, d.sb * es, d.n, bytes);
-                for ((oa, ob), idx) in at.iter_mut().zip(odo.iter_mut()) {
+                for (idx, oa, ob) in odo.iter_mut() {
                     step(idx, oa, ob);
                 }
             }
@@ -1087,8 +1081,6 @@ impl TransposePlan {
         let pos = |r: Role| loops.iter().position(|l| l.role == r);
         let (pi, pj, pc) = (pos(Role::BlockI), pos(Role::BlockJ), pos(Role::Chunk));
         let b = self.block;
-        // A second odometer one unit ahead, for the tiles' prefetch of the next unit's A
-        // rows (past the last unit it wraps to the first: a harmless hint).
         // A second odometer one unit ahead, for the tiles' prefetch of the next unit's A
         // rows (past the last unit it wraps to the first: a harmless hint).
         let ahead = self.prefetches_in(loops).then(|| {

@@ -748,10 +748,20 @@ pub(crate) const ROW_GROUPS: usize = 4;
 /// 32 rows of 64) ran 0.7–0.8x as fast as row by row, and so did rows of one line each a page
 /// or more apart (16 f32 rows of the 720 permutations: about 0.85x).
 pub(crate) fn groups_rows(sa: isize, bytes: usize, count: usize) -> bool {
-    const PAGE: usize = 4096;
-    let sa = sa.unsigned_abs();
-    count >= 2 * ROW_GROUPS && sa < bytes + PAGE && (count / ROW_GROUPS) * sa >= PAGE
+    count >= 2 * ROW_GROUPS
+        && rows_continue(sa, bytes)
+        && (count / ROW_GROUPS) * sa.unsigned_abs() >= PAGE
 }
+
+/// Whether rows of `bytes` bytes, `sa` bytes apart, read one after another as one stream:
+/// each starts less than a page after the previous one ends.
+pub(crate) fn rows_continue(sa: isize, bytes: usize) -> bool {
+    sa.unsigned_abs() < bytes + PAGE
+}
+
+/// The page size the streaming rules reason in (bytes): the hardware prefetchers follow a
+/// stream within a page.
+pub(crate) const PAGE: usize = 4096;
 
 /// A seam of a streamed row copy (see `streaming_copies_for!`): the successor rows' sources
 /// lie `next` bytes after the rows' own; `skip`: the rows' heads were written by their

@@ -729,13 +729,15 @@ fn calibrate_gemm_concurrency_only() {
     ]);
     let p = ttgt::model::Profile::from_json(&out).unwrap();
     // per layout class: operands from memory for the four element types; from the cache,
-    // with C to memory or kept in cache, for f32 and f64
-    assert_eq!(p.gemm_concurrent.len(), 32);
+    // with C to memory or kept in cache, and from memory with C kept in cache, for f32 and
+    // f64
+    assert_eq!(p.gemm_concurrent.len(), 40);
     for layout in ttgt::model::GemmLayout::ALL {
         for (operands, count) in [
             (ttgt::model::OperandSource::Memory, 4),
             (ttgt::model::OperandSource::Cache, 2),
             (ttgt::model::OperandSource::Resident, 2),
+            (ttgt::model::OperandSource::Streamed, 2),
         ] {
             let n = p
                 .gemm_concurrent
@@ -748,7 +750,7 @@ fn calibrate_gemm_concurrency_only() {
     for c in &p.gemm_concurrent {
         assert_eq!((c.library, c.threads), (ttgt::model::GemmLibrary::Gemm, 2));
         assert!((0.5..=4.0).contains(&c.factor), "{c:?}");
-        assert_eq!(c.at.len(), 48, "one factor per probe shape");
+        assert_eq!(c.at.len(), 64, "one factor per probe shape");
         assert!(c.at.iter().all(|s| (0.5..=4.0).contains(&s.factor)));
     }
     let o = Command::new(env!("CARGO_BIN_EXE_ttgt"))

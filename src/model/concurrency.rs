@@ -22,8 +22,9 @@ use crate::tensor::DType;
 
 /// Where the GEMM calls of a loop read the operand block that changes from call to call,
 /// and where the C block they write lives: both in memory, the operands in the last-level
-/// cache with C going to memory, or both in cache (a tiled write-back's C block buffer, which
-/// each call writes again while it stays in cache).
+/// cache with C going to memory, both in cache (a tiled write-back's C block buffer, which
+/// each call writes again while it stays in cache), or the operands from memory with C in
+/// such a buffer.
 ///
 /// ```
 /// use ttgt::model::OperandSource;
@@ -31,6 +32,7 @@ use crate::tensor::DType;
 /// assert_eq!("resident".parse::<OperandSource>().unwrap(), OperandSource::Resident);
 /// assert_eq!(OperandSource::Memory.name(), "memory");
 /// assert_eq!(OperandSource::Resident.fallbacks(), [OperandSource::Resident, OperandSource::Cache, OperandSource::Memory]);
+/// assert_eq!("streamed".parse::<OperandSource>().unwrap().fallbacks(), [OperandSource::Streamed, OperandSource::Memory]);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OperandSource {
@@ -40,6 +42,9 @@ pub enum OperandSource {
     Cache,
     /// Operands from the last-level cache, C into a block that stays in cache.
     Resident,
+    /// Operands from memory, C into a block that stays in cache (a tiled write-back whose
+    /// operands are too large for the last-level cache).
+    Streamed,
 }
 
 impl OperandSource {
@@ -49,17 +54,20 @@ impl OperandSource {
             OperandSource::Memory => "memory",
             OperandSource::Cache => "cache",
             OperandSource::Resident => "resident",
+            OperandSource::Streamed => "streamed",
         }
     }
 
     /// This source and the ones whose measurements stand in for it where it has none, nearest
-    /// first: resident calls read like cached ones, and every source falls back to memory.
+    /// first: resident calls read like cached ones, streamed ones like those from memory, and
+    /// every source falls back to memory.
     pub fn fallbacks(self) -> &'static [OperandSource] {
         use OperandSource::*;
         match self {
             Memory => &[Memory],
             Cache => &[Cache, Memory],
             Resident => &[Resident, Cache, Memory],
+            Streamed => &[Streamed, Memory],
         }
     }
 }
@@ -71,8 +79,9 @@ impl FromStr for OperandSource {
             "memory" => Ok(OperandSource::Memory),
             "cache" => Ok(OperandSource::Cache),
             "resident" => Ok(OperandSource::Resident),
+            "streamed" => Ok(OperandSource::Streamed),
             _ => Err(Error::Unsupported(format!(
-                "unknown operand source {s:?} (expected memory, cache or resident)"
+                "unknown operand source {s:?} (expected memory, cache, resident or streamed)"
             ))),
         }
     }

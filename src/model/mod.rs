@@ -20,5 +20,7 @@ pub use gett::{
     gett_blocking, gett_depth, gett_orient, gett_oriented, gett_seconds, gett_simd_available,
     gett_work, GettBlocking, GettIndex, GettOrder, GettWork,
 };
-pub use profile::{machine_name, profile, set_profile, Profile, TransposeCoeffs};
+pub use profile::{
+    last_level_cache_bytes, machine_name, profile, set_profile, Profile, TransposeCoeffs,
+};
 pub use transpose::{predict_transpose, transpose_seconds};

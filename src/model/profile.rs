@@ -334,6 +334,46 @@ pub fn machine_name() -> String {
     format!("{model} ({cores} cores)")
 }
 
+/// Bytes of the largest data cache the OS reports for CPU 0 (Linux's
+/// `/sys/devices/system/cpu/cpu0/cache/index*/size`, e.g. `"491520K"`), `None` where it
+/// reports none.
+///
+/// ```
+/// if let Some(b) = ttgt::model::last_level_cache_bytes() {
+///     assert!(b >= 1024);
+/// }
+/// ```
+pub fn last_level_cache_bytes() -> Option<usize> {
+    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    dir.filter_map(|e| {
+        let path = e.ok()?.path();
+        let kind = std::fs::read_to_string(path.join("type")).ok()?;
+        if kind.trim() == "Instruction" {
+            return None;
+        }
+        parse_cache_size(&std::fs::read_to_string(path.join("size")).ok()?)
+    })
+    .max()
+}
+
+/// A sysfs cache size (`"32K"`, `"2048K"`, `"30M"`, or plain bytes) in bytes.
+fn parse_cache_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (digits, unit) = match s.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => (&s[..i], &s[i..]),
+        None => (s, ""),
+    };
+    let n: usize = digits.parse().ok()?;
+    let scale = match unit.trim() {
+        "" => 1,
+        "K" | "KB" | "KiB" => 1 << 10,
+        "M" | "MB" | "MiB" => 1 << 20,
+        "G" | "GB" | "GiB" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(scale)
+}
+
 fn current() -> &'static RwLock<Option<Profile>> {
     static P: OnceLock<RwLock<Option<Profile>>> = OnceLock::new();
     P.get_or_init(|| RwLock::new(None))
@@ -374,6 +414,15 @@ pub fn set_profile(p: Profile) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cache_sizes_parse_as_sysfs_writes_them() {
+        assert_eq!(parse_cache_size("491520K\n"), Some(480 << 20));
+        assert_eq!(parse_cache_size("30M"), Some(30 << 20));
+        assert_eq!(parse_cache_size("65536"), Some(65536));
+        assert_eq!(parse_cache_size("12Q"), None);
+        assert_eq!(parse_cache_size(""), None);
+    }
 
     #[test]
     fn line_tile_store_rule_survives_the_profile_file() {

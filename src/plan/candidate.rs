@@ -645,12 +645,18 @@ struct CallPrice {
     operands: OperandSource,
     /// Scattered-access penalty of one call (seconds, one thread).
     penalty: f64,
+    /// Bytes of C that one call of a loop writes to memory (0 where the calls write a block
+    /// that stays in cache, or where the loop's whole C does).
+    c_memory_bytes: f64,
 }
 
 impl CallPrice {
     /// Seconds of one call by `library` on `gt` threads while `threads / gt` such calls
     /// run at once: the one-thread model times the calibrated slowdown of a parallel loop's
-    /// single-threaded calls (1 for one threaded call at a time), plus the penalty.
+    /// single-threaded calls, plus the penalty; for one call at a time (threaded, or on one
+    /// thread), the model's price plus the penalty plus writing the call's C block to memory
+    /// and reading it for ownership first (the GEMM model is fitted on calls that write the
+    /// same C again; the concurrent-call slowdown already holds that cost).
     fn seconds(
         &self,
         p: &Profile,
@@ -669,7 +675,12 @@ impl CallPrice {
             self.operands,
             self.mnk,
         );
-        co.seconds(m, n, k) * slowdown + self.penalty / gt as f64
+        let memory = if threads / gt <= 1 {
+            2.0 * self.c_memory_bytes / (p.copy_gbps(gt) * 1e9)
+        } else {
+            0.0
+        };
+        co.seconds(m, n, k) * slowdown + self.penalty / gt as f64 + memory
     }
 }
 
@@ -682,6 +693,12 @@ const REUSED_BLOCK_BYTES: usize = 256 << 10;
 /// while a loop of GEMM calls writes C: a quarter of the 32 MiB L3 of the Zen 5 host, so
 /// that C's write stream and the other core's data leave it there.
 const CACHED_OPERAND_BYTES: usize = 8 << 20;
+
+/// Largest C (bytes) that a loop of GEMM calls leaves in cache: a larger one goes to memory
+/// block by block ([`CallPrice::c_memory_bytes`]). A sequential loop of 16 two-thread calls
+/// of 6144×384×24 writing 302 MB of C (f64, tccg-33, Xeon host) ran 39.9 ms where the GEMM
+/// model priced it at 14.4 ms; writing and first reading C at the copy rate is 22.6 ms.
+const CACHED_C_BYTES: usize = 32 << 20;
 
 /// Largest block buffer (bytes) of a tiled write-back that [`geometry`] takes to stay in
 /// cache while the GEMM calls write it again and again: half of a 1 MiB L2.
@@ -771,9 +788,24 @@ fn geometry(
     let operand_bytes = |labels: &[Label]| labels.iter().map(|&l| ext(l)).product::<usize>() * es;
     let cached = operand_bytes(&pa.kept) + operand_bytes(&pbp.kept) <= CACHED_OPERAND_BYTES;
     let operands = match (cached, c_resident) {
-        (false, _) => OperandSource::Memory,
+        (false, false) => OperandSource::Memory,
+        (false, true) => OperandSource::Streamed,
         (true, false) => OperandSource::Cache,
         (true, true) => OperandSource::Resident,
+    };
+    // a loop of calls (of more than one call) writes C block by block to memory when the
+    // whole of it is too large to stay in cache; batch-reduce calls write the same block
+    // again, from cache after the first
+    let calls: usize = outer
+        .iter()
+        .chain(&free)
+        .chain(&reduce)
+        .map(|&l| ext(l))
+        .product();
+    let c_memory_bytes = if !c_resident && calls > 1 && pb.c.len() * es > CACHED_C_BYTES {
+        (m * n * es) as f64 / reduce.iter().map(|&l| ext(l)).product::<usize>() as f64
+    } else {
+        0.0
     };
     Geometry {
         gm,
@@ -787,6 +819,7 @@ fn geometry(
             mnk: (priced.1, priced.2, k),
             operands,
             penalty,
+            c_memory_bytes,
         },
     }
 }

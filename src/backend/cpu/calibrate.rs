@@ -309,18 +309,42 @@ pub const CONCURRENCY_ROUND_SECONDS: f64 = 5e-3;
 /// An aligned buffer and the offset its aligned elements start at ([`zeroed_aligned`]).
 type Aligned<T> = (Vec<T>, usize);
 
+/// Bytes each thread's A and C blocks of the concurrent-call probe cycle through so that
+/// they come from and go to memory: the last-level cache's size as the OS reports it, at
+/// least 32 MiB and at most 1 GiB. On the Xeon host (an L3 reported as 480 MiB), a round's
+/// calls that wrote the same 32 MiB of C blocks per thread as the round before measured f64
+/// calls of 384×384×24 at 1.1–1.2× their one-thread price, 128 MiB at 1.9× and 480 MiB at
+/// 2.0–2.2×, and the ccsd(t) contractions whose loops write 302 MB of C in such calls ran
+/// 2–3× the price the 32 MiB probe gave.
+fn memory_cycle_bytes() -> usize {
+    crate::model::last_level_cache_bytes()
+        .unwrap_or(0)
+        .clamp(32 << 20, 1 << 30)
+}
+
 /// The operands of the concurrent-call probe for one element type, allocated and filled
 /// once and reused by every shape, layout class and operand source (allocating and filling
-/// 64 MiB per thread for each of the probe's 1 536 measurements took most of its time): per
-/// thread an A and a C region of at least 32 MiB (the cycle of [`OperandSource::Memory`];
-/// the others cycle through a prefix), and one shared B.
+/// the regions for each of the probe's measurements took most of its time): per thread an
+/// A, a B and a C region of [`memory_cycle_bytes`] at least (the cycle of
+/// [`OperandSource::Memory`]; the others cycle through a prefix or use the first block).
+/// Every page is written once up front, so that no round pays for first touches.
 struct ProbeBuffers<T: Element> {
-    b: Aligned<T>,
-    /// Each thread's A and C.
-    sets: Vec<(Aligned<T>, Aligned<T>)>,
-    /// Elements of each thread's A and C region.
+    /// Each thread's A, B and C.
+    sets: Vec<ProbeSet<T>>,
+    /// Elements of each thread's A, B and C region.
     a_len: usize,
+    b_len: usize,
     c_len: usize,
+    /// How many calls the threads have made so far, each: the next round goes on through
+    /// the blocks from there, so that it does not find the previous round's in cache.
+    calls_made: usize,
+}
+
+/// One thread's A, B and C regions of the concurrent-call probe.
+struct ProbeSet<T> {
+    a: Aligned<T>,
+    b: Aligned<T>,
+    c: Aligned<T>,
 }
 
 impl<T: Element> ProbeBuffers<T> {
@@ -328,22 +352,25 @@ impl<T: Element> ProbeBuffers<T> {
     fn new(shapes: &[(usize, usize, usize)], threads: usize) -> Result<Self> {
         let es = std::mem::size_of::<T>();
         let most = |f: fn(&(usize, usize, usize)) -> usize| shapes.iter().map(f).max().unwrap_or(1);
-        let a_len = most(|s| s.0 * s.2).max((32 << 20) / es);
-        let c_len = most(|s| s.0 * s.1).max((32 << 20) / es);
-        let b = filled::<T>(most(|s| s.2 * s.1), 5, 0.5)?;
+        let cycle = memory_cycle_bytes();
+        let a_len = most(|s| s.0 * s.2).max(cycle / es);
+        let b_len = most(|s| s.2 * s.1).max(cycle / es);
+        let c_len = most(|s| s.0 * s.1).max(cycle / es);
         let sets = (0..threads)
             .map(|_| {
-                Ok((
-                    filled::<T>(a_len, 7, 0.25)?,
-                    zeroed_aligned::<T>(c_len, "GEMM timing result")?,
-                ))
+                Ok(ProbeSet {
+                    a: filled::<T>(a_len, 7, 0.25)?,
+                    b: filled::<T>(b_len, 5, 0.5)?,
+                    c: filled::<T>(c_len, 3, 1.0)?,
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(ProbeBuffers {
-            b,
             sets,
             a_len,
+            b_len,
             c_len,
+            calls_made: 0,
         })
     }
 }
@@ -351,13 +378,17 @@ impl<T: Element> ProbeBuffers<T> {
 /// Seconds per call of `threads` threads (one per set of `buf`) each running `calls`
 /// single-threaded calls of an `m×n×k` GEMM by `library` with A and B in `layout`'s class
 /// and C row-major, back to back, as the tasks of a parallel loop do: each call writes its
-/// own block of C, cycling through enough blocks (about 32 MiB per thread) that they go to
-/// memory, as a loop's C blocks do, and reads its own block of A, cycling through 32 MiB per
-/// thread as well ([`OperandSource::Memory`]) or through 2 MiB ([`OperandSource::Cache`]: an
-/// A small enough to stay in the last-level cache); with [`OperandSource::Resident`], A
-/// cycles through 2 MiB and C through 256 KiB per thread, as a tiled write-back's calls
-/// write their block buffer again and again. B is shared. Best of `repeat` rounds after one
-/// warm-up round.
+/// own block of C, cycling through enough blocks ([`memory_cycle_bytes`] per thread, the
+/// cycle going on from round to round) that they go to memory, as a loop's C blocks do, and
+/// reads its own blocks of A and B, cycling through as many bytes per thread as well
+/// ([`OperandSource::Memory`]: a loop's changing operand, whichever side of the product
+/// the layout class puts it on, streams from memory) or, with [`OperandSource::Cache`],
+/// A through 2 MiB (an operand small enough to stay in the last-level cache) and B the
+/// same block every call; with [`OperandSource::Resident`], A cycles through 2 MiB, B is
+/// one block and C cycles through 256 KiB per thread, as a tiled write-back's calls write
+/// their block buffer again and again; with [`OperandSource::Streamed`], A and B stream
+/// from memory as with [`OperandSource::Memory`] and C cycles through 256 KiB. Best of
+/// `repeat` rounds after one warm-up round.
 fn time_concurrent_typed<T: Element>(
     buf: &mut ProbeBuffers<T>,
     library: GemmLibrary,
@@ -369,37 +400,41 @@ fn time_concurrent_typed<T: Element>(
 ) -> Result<f64> {
     let ([a_rs, a_cs], [b_rs, b_cs]) = layout.strides(m, n, k);
     let es = std::mem::size_of::<T>();
-    let (a_bytes, c_bytes): (usize, usize) = match operands {
-        OperandSource::Memory => (32 << 20, 32 << 20),
-        OperandSource::Cache => (2 << 20, 32 << 20),
-        OperandSource::Resident => (2 << 20, 256 << 10),
+    let (a_bytes, b_bytes, c_bytes): (usize, usize, usize) = match operands {
+        OperandSource::Memory => (buf.a_len * es, buf.b_len * es, buf.c_len * es),
+        OperandSource::Cache => (2 << 20, 0, buf.c_len * es),
+        OperandSource::Resident => (2 << 20, 0, 256 << 10),
+        OperandSource::Streamed => (buf.a_len * es, buf.b_len * es, 256 << 10),
     };
-    let count = |bytes: usize, len: usize| (bytes / (len * es).max(1)).clamp(1, calls.max(1));
-    let (a_blocks, c_blocks) = (count(a_bytes, m * k), count(c_bytes, m * n));
+    let count = |bytes: usize, len: usize| (bytes / (len * es).max(1)).max(1);
+    let a_blocks = count(a_bytes, m * k);
+    let b_blocks = count(b_bytes, k * n);
+    let c_blocks = count(c_bytes, m * n);
     // at least one block fits (`ProbeBuffers::new` sized them for the largest shape), and
-    // 32 MiB of blocks fit in 32 MiB
-    if a_blocks * m * k > buf.a_len
-        || c_blocks * m * n > buf.c_len
-        || k * n > buf.b.0.len() - buf.b.1
+    // the cycles' blocks fit in the regions they cycle through
+    if a_blocks * m * k > buf.a_len || b_blocks * k * n > buf.b_len || c_blocks * m * n > buf.c_len
     {
         return Err(crate::error::Error::Unsupported(format!(
             "GEMM probe shape {m}x{n}x{k} exceeds the probe's buffers"
         )));
     }
-    let b = &buf.b.0[buf.b.1..];
     let sets = &mut buf.sets;
     let mut best = f64::INFINITY;
     for _ in 0..repeat.max(1) + 1 {
+        let first = buf.calls_made;
+        buf.calls_made = buf.calls_made.wrapping_add(calls);
         let t = Instant::now();
         on_threads(sets.len(), || {
-            sets.par_iter_mut().for_each(|((a, oa), (c, oc))| {
-                for call in 0..calls {
+            sets.par_iter_mut().for_each(|set| {
+                let ((a, oa), (b, ob)) = (&set.a, &set.b);
+                let (c, oc) = &mut set.c;
+                for call in first..first + calls {
                     let a = &a[*oa + (call % a_blocks) * m * k..][..m * k];
+                    let b = &b[*ob + (call % b_blocks) * k * n..][..k * n];
                     let c = &mut c[*oc + (call % c_blocks) * m * n..][..m * n];
                     // SAFETY: dense m×k and k×n blocks (row- or column-major as `layout`
-                    // says) and a row-major m×n one of exactly those sizes (B's buffer holds
-                    // at least k×n elements, checked above); each thread writes its own C
-                    // blocks.
+                    // says) and a row-major m×n one of exactly those sizes; each thread
+                    // writes its own C blocks.
                     unsafe {
                         gemm(
                             library,
@@ -454,6 +489,7 @@ fn probe_concurrency_typed<T: Element>(
             OperandSource::Memory,
             OperandSource::Cache,
             OperandSource::Resident,
+            OperandSource::Streamed,
         ]
     };
     for &operands in sources {
@@ -493,12 +529,16 @@ fn probe_concurrency_typed<T: Element>(
 }
 
 /// The shapes of the concurrent-call probe: the small and skinny calls that parallel loops
-/// of a contraction make (every m and n in 24..2048, k in 24..384, by factors of 4).
+/// of a contraction make (every m and n in 24..2048, k in 24..2048, by factors of about 4).
+/// The deep calls (k = 2048) stand for loops of a few calls with a large operand, such as
+/// the ccsd contractions' 72 calls of 5184×72×5184 (f64, 2 threads, Xeon host): priced from
+/// the k = 384 probes at 1.60 s, they ran 2.0–2.3 s, slower than the one 5184³ GEMM that
+/// the planner passed over for them.
 fn concurrency_shapes() -> Vec<(usize, usize, usize)> {
     let mut v = Vec::new();
     for m in [24, 96, 384, 2048] {
         for n in [24, 96, 384, 2048] {
-            for k in [24, 96, 384] {
+            for k in [24, 96, 384, 2048] {
                 v.push((m, n, k));
             }
         }
@@ -516,7 +556,7 @@ fn concurrency_shapes() -> Vec<(usize, usize, usize)> {
 /// one-thread GEMM coefficients ([`calibrate_gemm`] at 1 thread) first. Each shape runs
 /// about `round_seconds` of calls per thread in each of four rounds (the CLI's default,
 /// [`CONCURRENCY_ROUND_SECONDS`], is long enough that waking the threads does not count);
-/// about 55 s on 2 cores at that default.
+/// about 2 min on 2 cores at that default.
 ///
 /// ```no_run
 /// use ttgt::backend::cpu::{calibrate_gemm, calibrate_gemm_concurrency, CONCURRENCY_ROUND_SECONDS};

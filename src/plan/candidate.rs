@@ -796,14 +796,11 @@ fn geometry(
     // a loop of calls (of more than one call) writes C block by block to memory when the
     // whole of it is too large to stay in cache; batch-reduce calls write the same block
     // again, from cache after the first
-    let calls: usize = outer
-        .iter()
-        .chain(&free)
-        .chain(&reduce)
-        .map(|&l| ext(l))
-        .product();
+    let prod = |ls: &[Label]| ls.iter().map(|&l| ext(l)).product::<usize>();
+    let reductions = prod(&reduce);
+    let calls = prod(outer) * prod(&free) * reductions;
     let c_memory_bytes = if !c_resident && calls > 1 && pb.c.len() * es > CACHED_C_BYTES {
-        (m * n * es) as f64 / reduce.iter().map(|&l| ext(l)).product::<usize>() as f64
+        (m * n * es) as f64 / reductions as f64
     } else {
         0.0
     };

@@ -309,7 +309,7 @@ pub const CONCURRENCY_ROUND_SECONDS: f64 = 5e-3;
 /// An aligned buffer and the offset its aligned elements start at ([`zeroed_aligned`]).
 type Aligned<T> = (Vec<T>, usize);
 
-/// Bytes each thread's A and C blocks of the concurrent-call probe cycle through so that
+/// Bytes each thread's A, B and C blocks of the concurrent-call probe cycle through so that
 /// they come from and go to memory: the last-level cache's size as the OS reports it, at
 /// least 32 MiB and at most 1 GiB. On the Xeon host (an L3 reported as 480 MiB), a round's
 /// calls that wrote the same 32 MiB of C blocks per thread as the round before measured f64
@@ -422,7 +422,7 @@ fn time_concurrent_typed<T: Element>(
     let mut best = f64::INFINITY;
     for _ in 0..repeat.max(1) + 1 {
         let first = buf.calls_made;
-        buf.calls_made = buf.calls_made.wrapping_add(calls);
+        buf.calls_made += calls;
         let t = Instant::now();
         on_threads(sets.len(), || {
             sets.par_iter_mut().for_each(|set| {

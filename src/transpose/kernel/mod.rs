@@ -792,38 +792,34 @@ pub(crate) type StreamRowsFn =
 pub(crate) type StreamRowSetsFn =
     unsafe fn(&[(*const u8, *mut u8); ROW_GROUPS], isize, isize, usize, usize);
 
+/// `$name` from the module of `isa` (AVX-512 or AVX2) as a `$ty`, where `isa` has one and
+/// this CPU runs it; `None` otherwise.
+macro_rules! simd_fn {
+    ($isa:expr, $name:ident, $ty:ty) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            match $isa {
+                Isa::Avx512 if $isa.is_available() => Some(avx512::$name as $ty),
+                Isa::Avx2 if $isa.is_available() => Some(avx2::$name as $ty),
+                _ => None,
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = $isa;
+            None::<$ty>
+        }
+    }};
+}
+
 /// The streaming copy of [`ROW_GROUPS`] row batches at once for `isa`, if it has one.
 pub(crate) fn stream_row_sets(isa: Isa) -> Option<StreamRowSetsFn> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        match isa {
-            Isa::Avx512 if isa.is_available() => Some(avx512::stream_row_sets as StreamRowSetsFn),
-            Isa::Avx2 if isa.is_available() => Some(avx2::stream_row_sets as StreamRowSetsFn),
-            _ => None,
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = isa;
-        None
-    }
+    simd_fn!(isa, stream_row_sets, StreamRowSetsFn)
 }
 
 /// The batched streaming row copy of `isa`, if it has one.
 pub(crate) fn stream_rows(isa: Isa) -> Option<StreamRowsFn> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        match isa {
-            Isa::Avx512 if isa.is_available() => Some(avx512::stream_rows as StreamRowsFn),
-            Isa::Avx2 if isa.is_available() => Some(avx2::stream_rows as StreamRowsFn),
-            _ => None,
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = isa;
-        None
-    }
+    simd_fn!(isa, stream_rows, StreamRowsFn)
 }
 
 /// A contiguous row of `n` elements in both A and B; plain copies go through `stream` (a

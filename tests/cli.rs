@@ -698,8 +698,9 @@ fn calibrate_dry_run() {
     assert!(p.calibrated);
     assert!(p.copy.iter().all(|&g| g > 0.0));
     assert!(p.transpose.tile_stream > 0.0 && p.transpose.rows > 0.0);
-    // the store kind of one-line-run tiles is measured
+    // the store kind of one-line-run tiles and the nest of scattered-line tiles are measured
     assert!(p.line_tile_stream.is_some());
+    assert!(p.scatter_regroup.is_some());
     // every operand layout class is fitted for both library crates
     for lib in ttgt::model::GemmLibrary::ALL {
         for layout in ttgt::model::GemmLayout::ALL {

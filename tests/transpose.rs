@@ -188,7 +188,9 @@ macro_rules! dtype_props {
                 // The tiles' prefetch of the next unit forced on and off as well (the
                 // rule alone would leave one branch untried on many shapes).
                 let prefetch = [None, Some(true), Some(false)][(isa_k + 2 * threads) % 3];
-                let opts = TransposeOptions { threads: Some(threads), isa: Some(isa), streaming, prefetch, ..Default::default() };
+                // The regrouped nest of scattered-line tiles forced on and off too.
+                let regroup = [None, Some(true), Some(false)][(isa_k + threads + 1) % 3];
+                let opts = TransposeOptions { threads: Some(threads), isa: Some(isa), streaming, prefetch, regroup, ..Default::default() };
                 check::<$t>(&dims, &perm, &va, &vb, alpha, beta, &opts, measure)?;
             }
         }
@@ -428,6 +430,52 @@ fn streamed_tiles_into_misaligned_outputs() {
                     misaligned_case::<Complex32>(dims, perm, &opts);
                     misaligned_case::<Complex64>(dims, perm, &opts);
                 }
+            }
+        }
+    }
+}
+
+/// Full reversals whose streamed tiles would scatter single lines over B, run in the
+/// regrouped nest (`TransposeOptions::regroup`): blocks of the whole B row (small tiles) or
+/// of two lines with a remainder (long A rows), into a B at every offset inside a line, on
+/// every level, dtype, one and two threads. The nest is taken where the rule says so: f32
+/// on AVX-512 (where one line is one block of 16) on all three shapes.
+#[test]
+fn regrouped_scattered_tiles_into_misaligned_outputs() {
+    let shapes: [(&[usize], &[usize], usize); 3] = [
+        (&[48, 5, 3, 48], &[3, 2, 1, 0], 48),
+        (&[48, 3, 1100], &[2, 1, 0], 32),
+        (&[64, 3, 5, 2, 40], &[4, 3, 2, 1, 0], 64),
+    ];
+    for isa in Isa::available() {
+        for threads in [1, 2] {
+            let opts = TransposeOptions {
+                threads: Some(threads),
+                isa: Some(isa),
+                streaming: Some(true),
+                regroup: Some(true),
+                ..Default::default()
+            };
+            for (dims, perm, bj) in shapes {
+                let la = Layout::row_major(dims).unwrap();
+                let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+                let lb = Layout::row_major(&bd).unwrap();
+                let plan = TransposePlan::new(perm, &la, &lb, DType::F32, &opts).unwrap();
+                if isa == Isa::Avx512 {
+                    assert!(plan.regroups_lines(), "{dims:?}");
+                    assert_eq!(plan.blocks().1, bj, "{dims:?}");
+                    assert!(!plan.scatters_lines(), "{dims:?}");
+                    let keep = TransposeOptions {
+                        regroup: Some(false),
+                        ..opts.clone()
+                    };
+                    let old = TransposePlan::new(perm, &la, &lb, DType::F32, &keep).unwrap();
+                    assert!(old.scatters_lines() && !old.regroups_lines(), "{dims:?}");
+                }
+                misaligned_case::<f32>(dims, perm, &opts);
+                misaligned_case::<f64>(dims, perm, &opts);
+                misaligned_case::<Complex32>(dims, perm, &opts);
+                misaligned_case::<Complex64>(dims, perm, &opts);
             }
         }
     }

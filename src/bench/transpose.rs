@@ -28,6 +28,8 @@ pub struct TransposeBenchOptions {
     pub streaming: Option<bool>,
     /// Force the tiles' software prefetch on or off (`None`: the plan's rule).
     pub prefetch: Option<bool>,
+    /// Force the regrouped nest of scattered-line tiles on or off (`None`: the host's rule).
+    pub regroup: Option<bool>,
     /// Bytes past a cache-line boundary where B starts (a multiple of the element size,
     /// below 64; 0: line-aligned).
     pub b_offset: usize,
@@ -86,6 +88,7 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
         tuning: o.tuning,
         streaming: o.streaming,
         prefetch: o.prefetch,
+        regroup: o.regroup,
         ..Default::default()
     };
     let (alpha, beta) = (T::one(), T::from_f64(o.beta));

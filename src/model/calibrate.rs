@@ -253,6 +253,26 @@ fn line_tile_perms(step: usize) -> Result<Vec<Vec<usize>>> {
     Ok(out)
 }
 
+/// `ln(t0 / t1)` of two plans of one f32 transposition (`B = A`), alternated on the same
+/// buffers: four rounds, the first to warm both up, the best of the other three each.
+fn log_time_ratio(
+    plans: &[TransposePlan; 2],
+    a: &StridedView<'_, f32>,
+    b: &mut StridedViewMut<'_, f32>,
+) -> Result<f64> {
+    let mut best = [f64::INFINITY; 2];
+    for round in 0..4 {
+        for (k, pl) in plans.iter().enumerate() {
+            let t = Instant::now();
+            pl.execute(1.0, a, 0.0, b)?;
+            if round > 0 {
+                best[k] = best[k].min(t.elapsed().as_secs_f64());
+            }
+        }
+    }
+    Ok((best[0] / best[1]).ln())
+}
+
 /// Whether one-line-run tiles ([`crate::transpose::set_line_tile_streaming`]) run faster
 /// streamed than with ordinary stores on this machine: the geometric mean of the time ratio
 /// over 16 of the 16^6 f32 permutations of that kind (64 MiB each way), at every thread
@@ -283,21 +303,78 @@ pub fn probe_line_tile_stores(threads: &[usize]) -> Result<bool> {
                 TransposePlan::new(perm, &la, &la, DType::F32, &opts)
             };
             let plans = [plan(false)?, plan(true)?];
-            let mut best = [f64::INFINITY; 2];
-            for round in 0..4 {
-                for (k, pl) in plans.iter().enumerate() {
-                    let t = Instant::now();
-                    pl.execute(1.0, &av, 0.0, &mut bv)?;
-                    // the first round warms both plans up
-                    if round > 0 {
-                        best[k] = best[k].min(t.elapsed().as_secs_f64());
-                    }
-                }
-            }
-            log_sum += (best[0] / best[1]).ln();
+            log_sum += log_time_ratio(&plans, &av, &mut bv)?;
         }
     }
     Ok(log_sum > 0.0)
+}
+
+/// Full reversals of the TTC set (row-major extents, f32) whose streamed tiles scatter single
+/// lines over B: ttc-10, -25, -40 and -56.
+const SCATTER_PROBES: [&[usize]; 4] = [
+    &[384, 355, 384],
+    &[96, 75, 75, 96],
+    &[48, 28, 28, 28, 48],
+    &[32, 15, 15, 15, 5, 112],
+];
+
+/// Whether streamed scattered-line tiles ([`crate::transpose::set_scatter_regroup`]) run
+/// faster in the regrouped nest on this machine: the geometric mean of the time ratio over
+/// four full reversals of the TTC set ([`SCATTER_PROBES`], f32, scaled to about `bytes` each
+/// way), at every thread count in `threads`, the two nests alternated on the same buffers
+/// (best of three each). Regroups only on a gain of more than 5 %, so that a host where the
+/// two are even keeps the built-in nest. About a second at 192 MiB.
+///
+/// ```no_run
+/// let regroup = ttgt::model::probe_scatter_regroup(32 << 20, &[1, 2]).unwrap();
+/// ttgt::transpose::set_scatter_regroup(Some(regroup));
+/// ```
+pub fn probe_scatter_regroup(bytes: usize, threads: &[usize]) -> Result<bool> {
+    let elems = (bytes / 4).max(1 << 12);
+    let shapes: Vec<Vec<usize>> = SCATTER_PROBES
+        .iter()
+        .map(|d| {
+            let vol: usize = d.iter().product();
+            let f = (elems as f64 / vol as f64)
+                .powf(1.0 / d.len() as f64)
+                .min(1.0);
+            d.iter().map(|&x| scaled_extent(x, f)).collect()
+        })
+        .collect();
+    let len = shapes
+        .iter()
+        .map(|d| d.iter().product::<usize>())
+        .max()
+        .unwrap_or(1);
+    let (a, oa) = zeroed_aligned::<f32>(len, "calibration input")?;
+    let (mut b, ob) = zeroed_aligned::<f32>(len, "calibration output")?;
+    let mut log_sum = 0.0;
+    let mut count = 0usize;
+    for &n in threads {
+        for dims in &shapes {
+            let la = Layout::row_major(dims)?;
+            let perm: Vec<usize> = (0..dims.len()).rev().collect();
+            let rd: Vec<usize> = dims.iter().rev().copied().collect();
+            let lb = Layout::row_major(&rd)?;
+            let av = StridedView::from_slice(&a, la.clone(), oa)?;
+            let mut bv = StridedViewMut::from_slice(&mut b, lb.clone(), ob)?;
+            let plan = |regroup| {
+                let opts = TransposeOptions {
+                    threads: Some(n),
+                    regroup: Some(regroup),
+                    ..Default::default()
+                };
+                TransposePlan::new(&perm, &la, &lb, DType::F32, &opts)
+            };
+            let plans = [plan(false)?, plan(true)?];
+            if !plans[1].regroups_lines() {
+                continue;
+            }
+            log_sum += log_time_ratio(&plans, &av, &mut bv)?;
+            count += 1;
+        }
+    }
+    Ok(count > 0 && log_sum / count as f64 > 1.05f64.ln())
 }
 
 /// Solves `min Σ_i (Σ_k a_ik x_k - 1)²` (a tiny ridge term keeps it well posed) for the
@@ -398,7 +475,8 @@ fn fit_transpose(bytes: usize, threads: usize, p: &Profile) -> Result<TransposeC
 }
 
 /// Measures a full profile: copy bandwidth for every thread count, the store kind for
-/// one-line-run tiles ([`probe_line_tile_stores`], which this process then uses), and
+/// one-line-run tiles ([`probe_line_tile_stores`]) and the nest of scattered-line tiles
+/// ([`probe_scatter_regroup`]), which this process then uses, and
 /// transposition factors fitted at `threads` threads on tensors of about `bytes` bytes.
 /// Takes a few seconds.
 pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
@@ -408,6 +486,8 @@ pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
     let line_tile_stream = probe_line_tile_stores(&counts)?;
     // the training set's plans follow the measured rule
     crate::transpose::set_line_tile_streaming(Some(line_tile_stream));
+    let scatter_regroup = probe_scatter_regroup(bytes, &counts)?;
+    crate::transpose::set_scatter_regroup(Some(scatter_regroup));
     let mut p = Profile {
         machine: machine_name(),
         created: 0,
@@ -418,6 +498,7 @@ pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
         gemm: Vec::new(),
         gemm_concurrent: Vec::new(),
         line_tile_stream: Some(line_tile_stream),
+        scatter_regroup: Some(scatter_regroup),
     };
     // Factors at one thread and at `threads` (see `Profile::transpose_at`).
     for &n in &counts {

@@ -10,7 +10,10 @@ mod gett;
 pub(crate) mod profile;
 mod transpose;
 
-pub use calibrate::{calibrate, copy_seconds, copy_seconds_on, probe_copy, probe_line_tile_stores};
+pub use calibrate::{
+    calibrate, copy_seconds, copy_seconds_on, probe_copy, probe_line_tile_stores,
+    probe_scatter_regroup,
+};
 pub use concurrency::{ConcurrentGemm, OperandSource, ShapeFactor};
 pub use gemm::{
     gemm_coeffs, gemm_coeffs_in, gemm_seconds, gemm_seconds_strided, gemm_training_shapes,

@@ -86,6 +86,11 @@ pub struct Profile {
     /// ([`crate::transpose::set_line_tile_streaming`]); `None`: not measured (the engine's
     /// built-in default applies).
     pub line_tile_stream: Option<bool>,
+    /// Whether streamed scattered-line tiles (full reversals) run faster in the regrouped
+    /// loop nest on this machine, as `ttgt calibrate` measured it
+    /// ([`crate::transpose::set_scatter_regroup`]); `None`: not measured (the engine's
+    /// built-in default applies).
+    pub scatter_regroup: Option<bool>,
 }
 
 impl Profile {
@@ -101,6 +106,7 @@ impl Profile {
             gemm: Vec::new(),
             gemm_concurrent: Vec::new(),
             line_tile_stream: None,
+            scatter_regroup: None,
         }
     }
 
@@ -157,6 +163,7 @@ impl Profile {
             })).collect::<Vec<_>>(),
             "gemm_concurrent": self.gemm_concurrent.iter().map(concurrent_json).collect::<Vec<_>>(),
             "line_tile_stream": self.line_tile_stream,
+            "scatter_regroup": self.scatter_regroup,
         });
         serde_json::to_string_pretty(&v).unwrap_or_default()
     }
@@ -242,6 +249,7 @@ impl Profile {
             },
             // Absent (older profiles) or null: not measured.
             line_tile_stream: v.get("line_tile_stream").and_then(Value::as_bool),
+            scatter_regroup: v.get("scatter_regroup").and_then(Value::as_bool),
         })
     }
 
@@ -387,7 +395,7 @@ pub fn profile() -> Profile {
     }
     let p =
         Profile::load().unwrap_or_else(|| Profile::builtin(super::calibrate::probe_copy(16 << 20)));
-    crate::transpose::set_line_tile_streaming(p.line_tile_stream);
+    apply_rules(&p);
     *current().write().unwrap_or_else(|p| p.into_inner()) = Some(p.clone());
     p
 }
@@ -404,10 +412,18 @@ pub(crate) fn ensure_loaded() {
     }
 }
 
-/// Makes `p` the profile of this process (e.g. right after calibrating), with its
-/// transposition store rule ([`crate::transpose::set_line_tile_streaming`]).
-pub fn set_profile(p: Profile) {
+/// Sets the transposition engine's host rules from `p`: the store kind of one-line-run
+/// tiles and the nest of scattered-line tiles.
+fn apply_rules(p: &Profile) {
     crate::transpose::set_line_tile_streaming(p.line_tile_stream);
+    crate::transpose::set_scatter_regroup(p.scatter_regroup);
+}
+
+/// Makes `p` the profile of this process (e.g. right after calibrating), with its
+/// transposition rules ([`crate::transpose::set_line_tile_streaming`],
+/// [`crate::transpose::set_scatter_regroup`]).
+pub fn set_profile(p: Profile) {
+    apply_rules(&p);
     *current().write().unwrap_or_else(|p| p.into_inner()) = Some(p);
 }
 
@@ -425,18 +441,22 @@ mod tests {
     }
 
     #[test]
-    fn line_tile_store_rule_survives_the_profile_file() {
+    fn transposition_rules_survive_the_profile_file() {
         let mut p = Profile::builtin(vec![10.0, 20.0]);
         for rule in [Some(true), Some(false), None] {
             p.line_tile_stream = rule;
+            p.scatter_regroup = rule.map(|r| !r);
             let q = Profile::from_json(&p.to_json()).unwrap();
             assert_eq!(q.line_tile_stream, rule);
+            assert_eq!(q.scatter_regroup, rule.map(|r| !r));
             assert_eq!(q, p);
         }
-        // profiles stored before the rule existed read as "not measured"
+        // profiles stored before the rules existed read as "not measured"
         let mut old: Value = serde_json::from_str(&p.to_json()).unwrap();
         old.as_object_mut().unwrap().remove("line_tile_stream");
+        old.as_object_mut().unwrap().remove("scatter_regroup");
         let r = Profile::from_json(&old.to_string()).unwrap();
         assert_eq!(r.line_tile_stream, None);
+        assert_eq!(r.scatter_regroup, None);
     }
 }

@@ -216,9 +216,11 @@ mod tests {
         let a = Layout::row_major(&[48, 32, 32]).unwrap();
         let b = Layout::row_major(&[32, 32, 48]).unwrap();
         let plan_with = |streaming| {
+            // the scattering nest, whatever the host's regroup rule
             let opts = TransposeOptions {
                 threads: Some(1),
                 streaming: Some(streaming),
+                regroup: Some(false),
                 ..Default::default()
             };
             TransposePlan::new(&[2, 1, 0], &a, &b, DType::F32, &opts).unwrap()

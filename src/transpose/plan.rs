@@ -54,15 +54,45 @@ pub struct TransposeOptions {
     /// `None`: the plan's rule ([`TransposePlan::prefetches`]); `Measure` tuning then tries
     /// both.
     pub prefetch: Option<bool>,
+    /// Force the regrouped loop nest of streamed scattered-line tiles on (`Some(true)`) or
+    /// off; `None`: the host's rule ([`scatter_regroup`]). See
+    /// [`TransposePlan::regroups_lines`].
+    pub regroup: Option<bool>,
 }
 
 /// Outputs at least this large are written with non-temporal stores when `beta == 0`
 /// (they would not stay in cache anyway, and streaming skips reading them first).
 pub const STREAM_MIN_BYTES: usize = 16 << 20;
 
-/// This process's store rule for one-line-run tiles: 0 = not set (the built-in default),
-/// 1 = stream, 2 = ordinary stores.
-static LINE_TILE_STORES: AtomicU8 = AtomicU8::new(0);
+/// A host rule of this process, set from the calibrated profile: unset (the built-in
+/// default), on or off.
+struct HostRule(AtomicU8);
+
+impl HostRule {
+    const fn unset() -> Self {
+        HostRule(AtomicU8::new(0))
+    }
+
+    fn set(&self, v: Option<bool>) {
+        let v = match v {
+            None => 0,
+            Some(true) => 1,
+            Some(false) => 2,
+        };
+        self.0.store(v, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> Option<bool> {
+        match self.0.load(Ordering::Relaxed) {
+            1 => Some(true),
+            2 => Some(false),
+            _ => None,
+        }
+    }
+}
+
+/// This process's store rule for one-line-run tiles (on: stream).
+static LINE_TILE_STORES: HostRule = HostRule::unset();
 
 /// Sets how tiles whose A rows are a single cache line long (e.g. 16 f32, the 16^6
 /// permutation set's tiles) store by default when `beta == 0`: `Some(true)` streams them,
@@ -79,12 +109,7 @@ static LINE_TILE_STORES: AtomicU8 = AtomicU8::new(0);
 /// set_line_tile_streaming(None); // back to the built-in default
 /// ```
 pub fn set_line_tile_streaming(stream: Option<bool>) {
-    let v = match stream {
-        None => 0,
-        Some(true) => 1,
-        Some(false) => 2,
-    };
-    LINE_TILE_STORES.store(v, Ordering::Relaxed);
+    LINE_TILE_STORES.set(stream);
 }
 
 /// Whether one-line-run tiles stream by default (see [`set_line_tile_streaming`]). Without
@@ -98,12 +123,48 @@ pub fn set_line_tile_streaming(stream: Option<bool>) {
 /// let _default: bool = ttgt::transpose::line_tile_streaming();
 /// ```
 pub fn line_tile_streaming() -> bool {
-    match LINE_TILE_STORES.load(Ordering::Relaxed) {
-        1 => true,
-        2 => false,
-        _ => Isa::detect() == Isa::Avx512,
-    }
+    LINE_TILE_STORES
+        .get()
+        .unwrap_or_else(|| Isa::detect() == Isa::Avx512)
 }
+
+/// This process's rule for streamed scattered-line tiles (on: regroup).
+static SCATTER_REGROUP: HostRule = HostRule::unset();
+
+/// Sets whether streamed tiles that would scatter single lines over B (the B-side block loop
+/// outermost, one line per B row and visit: full reversals such as `[4,3,2,1,0]`) run the
+/// regrouped nest instead ([`TransposePlan::regroups_lines`]): `Some(true)` regroups,
+/// `Some(false)` keeps the A-stride nest, `None` restores the built-in default (keep).
+/// Hosts disagree, so the calibration measures it (`ttgt calibrate`) and loading a profile
+/// sets it. Plans made afterwards follow the new rule; plans already made keep theirs.
+///
+/// ```
+/// use ttgt::transpose::{scatter_regroup, set_scatter_regroup};
+/// set_scatter_regroup(Some(true));
+/// assert!(scatter_regroup());
+/// set_scatter_regroup(None); // back to the built-in default
+/// assert!(!scatter_regroup());
+/// ```
+pub fn set_scatter_regroup(regroup: Option<bool>) {
+    SCATTER_REGROUP.set(regroup);
+}
+
+/// Whether streamed scattered-line tiles run the regrouped nest by default (see
+/// [`set_scatter_regroup`]). Without a setting: no. The two AVX-512 hosts disagree: on a
+/// Zen 4 EPYC the regrouped nest ran the TTC set's f32 reversals 1.1–2x faster at one
+/// thread (ttc-40 0.62 -> 1.24 of copy, ttc-56 0.68 -> 1.42), while on a Zen 5 host
+/// `--measure`, which tries such nests, found nothing faster for them.
+///
+/// ```
+/// let _default: bool = ttgt::transpose::scatter_regroup();
+/// ```
+pub fn scatter_regroup() -> bool {
+    SCATTER_REGROUP.get().unwrap_or(false)
+}
+
+/// Largest macro-tile (bytes of A, as many of B) for which a regrouped scattered-line tile
+/// takes the whole of B's stride-1 dim in one block ([`TransposePlan::regroups_lines`]).
+const REGROUP_WHOLE_BYTES: usize = 128 << 10;
 
 /// What a loop of the plan walks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -190,6 +251,8 @@ pub struct TransposePlan {
     line_stream: bool,
     /// For short rows: a loop folded into each unit (several rows per kernel call).
     row_batch: Option<Dim>,
+    /// Whether `stream_loops` is the regrouped nest of a scattered-line tile.
+    regrouped: bool,
     /// SIMD tiles: the forced choice of prefetching the next unit's A rows
     /// ([`TransposePlan::prefetches`]).
     prefetch: Option<bool>,
@@ -318,8 +381,12 @@ impl TransposePlan {
             stream_loops: None,
             line_stream: line_tile_streaming(),
             row_batch: None,
+            regrouped: false,
         };
         plan.build(0.5, options.block.map(|b| (b, b)), false);
+        if options.block.is_none() && options.regroup.unwrap_or_else(scatter_regroup) {
+            plan.regroup_scattered_lines();
+        }
         Ok(plan)
     }
 
@@ -443,6 +510,7 @@ impl TransposePlan {
             .chain(inner_loops)
             .collect();
         self.stream_loops = None;
+        self.regrouped = false;
         if self.streams_rows() && !swap_blocks {
             // Streaming SIMD tiles (beta = 0): B is written a full line per row and
             // micro-tile, in any order, without being read; what matters is that A is read in
@@ -501,6 +569,58 @@ impl TransposePlan {
             };
             self.stream_block_j = wide;
         }
+    }
+
+    /// Gives a streamed scattered-line tile ([`Self::scatters_lines`]) whose A rows are at
+    /// least two cache lines long the regrouped nest: HPTT's loop order (B's inner loops next
+    /// to the tile), the B-side block loop just outside the A-side one, and B-side blocks of
+    /// the whole stride-1 dim where the macro-tile stays within [`REGROUP_WHOLE_BYTES`], else
+    /// of two lines. Each visit then writes every B row of the tile in runs of two lines or
+    /// more, and the next visit continues them. Executions that read B keep their nest.
+    fn regroup_scattered_lines(&mut self) {
+        let KernelKind::Tile { i, j, simd: true } = self.kernel else {
+            return;
+        };
+        let es = self.dtype.size_bytes();
+        let ni = i.n.min(self.block);
+        if !self.scatters_lines() || ni * es < 128 {
+            return;
+        }
+        let w = self.isa.width(self.dtype);
+        let whole = j.n.div_ceil(w) * w;
+        let bj = if ni * whole * es <= REGROUP_WHOLE_BYTES {
+            whole
+        } else if (j.sa.unsigned_abs() * es).is_multiple_of(kernel::PAGE) {
+            // A rows a multiple of a page apart share cache sets: two lines of B rows are
+            // twice as many such rows in flight (the 720-permutation set's 256x256 f32
+            // tiles, rows 256 KiB apart, ran 0.77-0.90x as fast in two-line blocks).
+            return;
+        } else {
+            (128 / es).div_ceil(w) * w
+        };
+        let mut c = self.clone();
+        c.build(0.5, Some((self.block, bj)), true);
+        self.stream_loops = Some(c.loops);
+        self.stream_block_j = bj;
+        self.regrouped = true;
+    }
+
+    /// Whether streamed executions run the regrouped nest of a scattered-line tile
+    /// ([`TransposeOptions::regroup`], [`scatter_regroup`]).
+    ///
+    /// ```
+    /// use ttgt::{Layout, DType, transpose::{TransposePlan, TransposeOptions}};
+    /// // ttc-40 (f32, 48x28x28x28x48, reversed): 48x48 tiles, blocks of the whole row
+    /// let a = Layout::row_major(&[48, 28, 28, 28, 48]).unwrap();
+    /// let opts = TransposeOptions { regroup: Some(true), ..Default::default() };
+    /// let p = TransposePlan::new(&[4, 3, 2, 1, 0], &a, &a, DType::F32, &opts).unwrap();
+    /// if p.regroups_lines() {
+    ///     assert_eq!(p.blocks().1, 48);
+    ///     assert!(!p.scatters_lines());
+    /// }
+    /// ```
+    pub fn regroups_lines(&self) -> bool {
+        self.regrouped && self.streams(true)
     }
 
     /// Whether a streamed execution writes B one line per row and visit with the B-side block
@@ -1615,6 +1735,7 @@ mod tests {
                         isa: Some(isa),
                         streaming,
                         threads: Some(1),
+                        regroup: Some(false),
                         ..Default::default()
                     };
                     let plan = TransposePlan::new(perm, &la, &lb, DType::F64, &opts).unwrap();

@@ -195,6 +195,10 @@ pub struct TransposeArgs {
     /// Software prefetch of the next macro-tile's A rows: on, off, or auto (the plan's rule).
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub prefetch: String,
+    /// Regrouped loop nest for streamed tiles that would scatter single lines over B (full
+    /// reversals): on, off, or auto (the host's rule, measured by `ttgt calibrate`).
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    pub regroup: String,
     /// B starts this many bytes past a cache-line boundary (a multiple of the element size,
     /// below 64), as large results from the system allocator do (16); the copy reference
     /// writes to the same B.
@@ -345,6 +349,7 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
         },
         streaming: on_off_auto("--streaming", &a.streaming)?,
         prefetch: on_off_auto("--prefetch", &a.prefetch)?,
+        regroup: on_off_auto("--regroup", &a.regroup)?,
     };
     let list = cases(a)?;
     if !a.json {

@@ -152,7 +152,7 @@ pub fn set_scatter_regroup(regroup: Option<bool>) {
 /// Whether streamed scattered-line tiles run the regrouped nest by default (see
 /// [`set_scatter_regroup`]). Without a setting: no. The two AVX-512 hosts disagree: on a
 /// Zen 4 EPYC the regrouped nest ran the TTC set's f32 reversals 1.1–2x faster at one
-/// thread (ttc-40 0.62 -> 1.24 of copy, ttc-56 0.68 -> 1.42), while on a Zen 5 host
+/// thread (ttc-40 0.60 -> 1.15 of copy, ttc-56 0.64 -> 1.36), while on a Zen 5 host
 /// `--measure`, which tries such nests, found nothing faster for them.
 ///
 /// ```
@@ -161,6 +161,9 @@ pub fn set_scatter_regroup(regroup: Option<bool>) {
 pub fn scatter_regroup() -> bool {
     SCATTER_REGROUP.get().unwrap_or(false)
 }
+
+/// Two cache lines, in bytes: the B-side block of widened and regrouped streamed tiles.
+const TWO_LINES: usize = 128;
 
 /// Largest macro-tile (bytes of A, as many of B) for which a regrouped scattered-line tile
 /// takes the whole of B's stride-1 dim in one block ([`TransposePlan::regroups_lines`]).
@@ -556,7 +559,7 @@ impl TransposePlan {
             return;
         };
         let w = self.isa.width(self.dtype);
-        let wide = (128 / self.dtype.size_bytes()).div_ceil(w) * w;
+        let wide = (TWO_LINES / self.dtype.size_bytes()).div_ceil(w) * w;
         if wide <= self.block_j || wide > 16 || !block_loop_outermost(loops) {
             return;
         }
@@ -583,7 +586,7 @@ impl TransposePlan {
         };
         let es = self.dtype.size_bytes();
         let ni = i.n.min(self.block);
-        if !self.scatters_lines() || ni * es < 128 {
+        if !self.scatters_lines() || ni * es < TWO_LINES {
             return;
         }
         let w = self.isa.width(self.dtype);
@@ -593,10 +596,10 @@ impl TransposePlan {
         } else if (j.sa.unsigned_abs() * es).is_multiple_of(kernel::PAGE) {
             // A rows a multiple of a page apart share cache sets: two lines of B rows are
             // twice as many such rows in flight (the 720-permutation set's 256x256 f32
-            // tiles, rows 256 KiB apart, ran 0.77-0.90x as fast in two-line blocks).
+            // tiles, rows 256 KiB apart, ran 0.77-1.01x as fast in two-line blocks).
             return;
         } else {
-            (128 / es).div_ceil(w) * w
+            (TWO_LINES / es).div_ceil(w) * w
         };
         let mut c = self.clone();
         c.build(0.5, Some((self.block, bj)), true);

@@ -16,7 +16,10 @@
 # cuda`, then the benches again with the fitted model), variants (TTC f32/f64 and the 720
 # permutations in f32 for each PTX directory in $TTGT_PTX_VARIANTS, loaded through
 # TTGT_PTX_DIR, and with the binary $TTGT_BASE_BIN if set: kernel variants compared in one
-# run), schemas (the 720 permutations in f32 with each schema forced). Output goes to $OUT (or ./gpu-out), in
+# run), schemas (the 720 permutations in f32 with each schema forced). TTGT_BENCH_SETS,
+# TTGT_VARIANT_SETS and TTGT_CALIBRATED_SETS choose the sets of each step (ttc_<dtype>,
+# perms6_<dtype>, tccg_<dtype>); TTGT_BENCH_ARGS adds arguments to the bench step (e.g.
+# --measure 20) and TTGT_BENCH_TAG names its output file. Output goes to $OUT (or ./gpu-out), in
 # few files (a lent machine returns at most eight): session.log (everything printed),
 # bench_<tag>.jsonl (every bench's JSON lines, each run headed by a {"run": ...} line),
 # model/<device>.json (the fitted model). Each step has a time limit, so one hung step does
@@ -69,52 +72,58 @@ if has sanitize && command -v compute-sanitizer >/dev/null; then
 fi
 
 run_bench() { # $1: tag, $2: name, $3...: ttgt arguments
-  local tag="$1" name="$2"
+  local tag="$1" name="$2" t0
   shift 2
-  echo "== $name ($tag)" | tee -a "$OUT/session.log"
+  t0=$(date +%s)
   echo "{\"run\": \"$name\", \"args\": \"$*\"}" >>"$OUT/bench_$tag.jsonl"
-  timeout "${TTGT_STEP_SECONDS:-120}" "${TTGT_EXE:-$BIN/ttgt}" "$@" --json 2>&1 | tee -a "$OUT/bench_$tag.jsonl" \
-    | tail -n 1
+  timeout "${TTGT_STEP_SECONDS:-120}" "${TTGT_EXE:-$BIN/ttgt}" "$@" --json >>"$OUT/bench_$tag.jsonl" 2>&1
+  echo "== $name ($tag, $(($(date +%s) - t0)) s): $(tail -n 1 "$OUT/bench_$tag.jsonl" | cut -c1-150)" \
+    | tee -a "$OUT/session.log"
+}
+
+# A named set: ttc_<dt> (the TTC table), perms6_<dt> (720 permutations of 16^6), tccg_<dt>.
+run_set() { # $1: tag, $2: label, $3: set, $4...: extra ttgt arguments
+  local tag="$1" label="$2" set="$3" dt="${3##*_}"
+  shift 3
+  case "$set" in
+    ttc_*) run_bench "$tag" "$label" bench transpose --backend cuda --dtype "$dt" "$@" ;;
+    perms6_*) run_bench "$tag" "$label" bench transpose --backend cuda --all-perms 6 --extent 16 \
+      --dtype "$dt" "$@" ;;
+    tccg_*) run_bench "$tag" "$label" bench contract --backend cuda --dtype "$dt" "$@" ;;
+  esac
 }
 
 bench() { # $1: tag
-  for dt in f32 f64; do
-    run_bench "$1" "ttc_$dt" bench transpose --backend cuda --dtype "$dt"
-    run_bench "$1" "perms6_$dt" bench transpose --backend cuda --all-perms 6 --extent 16 --dtype "$dt"
-    run_bench "$1" "tccg_$dt" bench contract --backend cuda --dtype "$dt"
+  for set in ${TTGT_BENCH_SETS:-ttc_f32 perms6_f32 tccg_f32 ttc_f64 perms6_f64 tccg_f64}; do
+    # shellcheck disable=SC2086  # extra arguments split on purpose
+    run_set "$1" "$set" "$set" ${TTGT_BENCH_ARGS:-}
   done
 }
 
-has bench && bench default
+has bench && bench "${TTGT_BENCH_TAG:-default}"
 
 if has variants; then
+  sets="${TTGT_VARIANT_SETS:-ttc_f32 ttc_f64 perms6_f32}"
   if [ -n "${TTGT_BASE_BIN:-}" ]; then
-    for dt in f32 f64; do
-      TTGT_EXE="$TTGT_BASE_BIN" run_bench variants "base_ttc_$dt" bench transpose --backend cuda --dtype "$dt"
-    done
-    TTGT_EXE="$TTGT_BASE_BIN" run_bench variants "base_perms6_f32" bench transpose --backend cuda \
-      --all-perms 6 --extent 16 --dtype f32
+    for set in $sets; do TTGT_EXE="$TTGT_BASE_BIN" run_set variants "base_$set" "$set"; done
   fi
   for dir in ${TTGT_PTX_VARIANTS:-}; do
     v="$(basename "$dir")"
-    for dt in f32 f64; do
-      TTGT_PTX_DIR="$dir" run_bench variants "${v}_ttc_$dt" bench transpose --backend cuda --dtype "$dt"
-    done
-    TTGT_PTX_DIR="$dir" run_bench variants "${v}_perms6_f32" bench transpose --backend cuda \
-      --all-perms 6 --extent 16 --dtype f32
+    for set in $sets; do TTGT_PTX_DIR="$dir" run_set variants "${v}_$set" "$set"; done
   done
 fi
 
 if has schemas; then
   for sc in ${TTGT_SCHEMAS:-od oa fl fs}; do
-    run_bench schemas "perms6_f32_$sc" bench transpose --backend cuda --all-perms 6 --extent 16 \
-      --dtype f32 --schema "$sc"
+    run_set schemas "perms6_f32_$sc" perms6_f32 --schema "$sc"
   done
 fi
 
 if has calibrate; then
   echo "== calibrate --backend cuda"
+  t0=$(date +%s)
   timeout 150 "$BIN/ttgt" calibrate --backend cuda 2>&1 | tee -a "$OUT/session.log" | tail -n 3
-  bench calibrated
+  echo "== calibrate: $(($(date +%s) - t0)) s" | tee -a "$OUT/session.log"
+  TTGT_BENCH_SETS="${TTGT_CALIBRATED_SETS:-${TTGT_BENCH_SETS:-}}" bench calibrated
 fi
 exit 0

@@ -159,3 +159,36 @@ fn contractions_all_dtypes() {
         contraction::<Complex64>(&dev, spec, sa, sb);
     }
 }
+
+#[test]
+fn measured_tuning_keeps_results_exact() {
+    let Some(mut dev) = device("measured_tuning_keeps_results_exact") else {
+        return;
+    };
+    dev.set_tuning(ttgt::backend::cuda::ttlg::GpuTuning::Measure {
+        budget: std::time::Duration::from_millis(5),
+    });
+    // Every permutation of a rank-5 tensor: the measured plans (any of the ranked slices)
+    // agree with the CPU.
+    transposes::<f32>(&dev, &[7, 4, 3, 6, 5]);
+    transposes::<f64>(&dev, &[3, 5, 2, 6, 4]);
+    let cases = ttgt::bench::parse_ttc(ttgt::bench::TTC_TSV).unwrap();
+    for c in cases.iter().skip(20).step_by(2) {
+        let sizes: Vec<usize> = c.sizes.iter().map(|&s| (s / 3).max(2)).collect();
+        let a: ArrayD<f32> = data(&sizes, 5);
+        let da = dev.upload(&a).unwrap();
+        let bshape: Vec<usize> = c.perm.iter().map(|&p| sizes[p]).collect();
+        let b0: ArrayD<f32> = data(&bshape, 6);
+        let mut db = dev.upload(&b0).unwrap();
+        dev.permute_into(&c.perm, 1.5, &da, 0.5, &mut db).unwrap();
+        let got = dev.download(&db).unwrap();
+        let want = a.view().permuted_axes(IxDyn(&c.perm)).mapv(|x| 1.5 * x) + b0.mapv(|x| 0.5 * x);
+        assert!(
+            got.iter()
+                .zip(want.iter())
+                .all(|(g, w)| (g - w).abs() <= 1e-5 * (1.0 + w.abs())),
+            "{}",
+            c.name
+        );
+    }
+}

@@ -23,6 +23,26 @@ fn permuted_shape(sizes: &[usize], perm: &[usize]) -> Vec<usize> {
     perm.iter().map(|&p| sizes[p]).collect()
 }
 
+/// `alpha * perm(a) + beta * b0` by the CPU transpose (the reference).
+fn reference<T: Element>(
+    perm: &[usize],
+    a: &ArrayD<T>,
+    alpha: T,
+    beta: T,
+    b0: &ArrayD<T>,
+) -> Result<ArrayD<T>, String> {
+    let mut want = b0.clone();
+    ttgt::transpose::transpose(
+        perm,
+        alpha,
+        &StridedView::of(a),
+        beta,
+        &mut StridedViewMut::of(&mut want).unwrap(),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(want)
+}
+
 /// Runs one case; `Ok(None)` when a forced schema does not apply.
 fn run<T: Element>(
     perm: &[usize],
@@ -46,15 +66,7 @@ fn run_with<T: Element>(
 ) -> Result<Option<Schema>, String> {
     let bshape = permuted_shape(a.shape(), perm);
     let b0: ArrayD<T> = data(&bshape, 7);
-    let mut want = b0.clone();
-    ttgt::transpose::transpose(
-        perm,
-        alpha,
-        &StridedView::of(a),
-        beta,
-        &mut StridedViewMut::of(&mut want).unwrap(),
-    )
-    .map_err(|e| e.to_string())?;
+    let want = reference(perm, a, alpha, beta, &b0)?;
     let mut got = b0.clone();
     let va = StridedView::of(a);
     let mut vb = StridedViewMut::of(&mut got).unwrap();
@@ -594,4 +606,98 @@ fn packed_blas_call_matches_the_packed_gemm() {
         cpu_blas_call(&call, 1.5, &a, &b, -0.5, &mut c2);
         assert_eq!(c1, c2, "{g:?}");
     }
+}
+
+/// Runs every candidate that measured tuning would time (the model's best few) on `a`,
+/// against the CPU transpose; the first must be the plan `TtlgPlan::new` makes.
+fn all_ranked<T: Element>(
+    perm: &[usize],
+    a: &ArrayD<T>,
+    alpha: T,
+    beta: T,
+) -> Result<usize, String> {
+    use ttgt::backend::cuda::ttlg::MEASURE_CANDIDATES;
+    let bshape = permuted_shape(a.shape(), perm);
+    let b0: ArrayD<T> = data(&bshape, 11);
+    let want = reference(perm, a, alpha, beta, &b0)?;
+    let va = StridedView::of(a);
+    let (props, opts) = (DeviceProps::emulator(), TtlgOptions::default());
+    let lb = ttgt::Layout::row_major(&bshape).unwrap();
+    let ranked = TtlgPlan::ranked(
+        perm,
+        va.layout(),
+        &lb,
+        T::DTYPE,
+        false,
+        &props,
+        &opts,
+        MEASURE_CANDIDATES,
+    )
+    .map_err(|e| e.to_string())?;
+    let first = TtlgPlan::new(perm, va.layout(), &lb, T::DTYPE, false, &props, &opts)
+        .map_err(|e| e.to_string())?;
+    if ranked[0].describe() != first.describe() {
+        return Err(format!(
+            "ranked[0] {} != new {}",
+            ranked[0].describe(),
+            first.describe()
+        ));
+    }
+    for plan in &ranked {
+        let mut got = b0.clone();
+        let mut vb = StridedViewMut::of(&mut got).unwrap();
+        emu::transpose(plan, alpha, &va, beta, &mut vb)
+            .map_err(|e| format!("{e} [{}]", plan.describe()))?;
+        for (i, (g, w)) in got.iter().zip(want.iter()).enumerate() {
+            if (*g - *w).abs_f64() > 1e-3 * (1.0 + w.abs_f64()) {
+                return Err(format!(
+                    "element {i}: got {g}, want {w} [{}]",
+                    plan.describe()
+                ));
+            }
+        }
+    }
+    Ok(ranked.len())
+}
+
+#[test]
+fn every_candidate_of_measured_tuning_is_correct() {
+    let cases = ttgt::bench::parse_ttc(ttgt::bench::TTC_TSV).unwrap();
+    let mut failures = Vec::new();
+    let mut several = 0;
+    for (i, c) in cases.iter().enumerate().step_by(3) {
+        let vol: f64 = c.sizes.iter().map(|&s| s as f64).product();
+        let f = (vol / 4000.0).powf(1.0 / c.sizes.len() as f64).max(1.0);
+        let sizes: Vec<usize> = c
+            .sizes
+            .iter()
+            .map(|&s| ((s as f64 / f).round() as usize).max(2) | (i & 1))
+            .collect();
+        let a32: ArrayD<f32> = data(&sizes, i);
+        let a64: ArrayD<f64> = data(&sizes, i + 1);
+        match all_ranked(&c.perm, &a32, 1.0f32, 0.0) {
+            Ok(n) => several += usize::from(n > 1),
+            Err(e) => failures.push(format!("{} {sizes:?} f32: {e}", c.name)),
+        }
+        if let Err(e) = all_ranked(&c.perm, &a64, 1.5f64, -0.5) {
+            failures.push(format!("{} {sizes:?} f64: {e}", c.name));
+        }
+    }
+    // 720 permutations of a small rank-5 tensor (f32): every ranked OA and OD slice.
+    for (k, perm) in all_perms(5).iter().enumerate().step_by(7) {
+        let a: ArrayD<f32> = data(&[5, 4, 7, 3, 6], k);
+        if let Err(e) = all_ranked(perm, &a, 1.0f32, 0.0) {
+            failures.push(format!("{perm:?}: {e}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failures, first: {:#?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    assert!(
+        several > 5,
+        "measured tuning would have had a choice in only {several} TTC cases"
+    );
 }

@@ -82,6 +82,9 @@ const void* check_range(const void* p, size_t bytes) {
     if (in(p, bytes, l->a_lo, l->a_hi) || in(p, bytes, l->b_lo, l->b_hi)) return p;
     const char* m = static_cast<const char*>(l->meta);
     if (in(p, bytes, m, m + l->meta_bytes)) return p;
+    // Dynamic shared memory: the bytes the launch asked for (the allocation has 16 more).
+    const char* sh = reinterpret_cast<const char*>(w.dyn_shared.data());
+    if (in(p, bytes, sh, sh + l->shared_bytes)) return p;
     char buf[200];
     snprintf(buf, sizeof buf,
              "out-of-bounds access of %zu bytes at %p by thread (%u,%u,%u) of block (%u,%u,%u)",

@@ -20,7 +20,9 @@ use crate::tensor::{DType, Element, Layout};
 
 use super::contract::{BlasCall, GpuContractionPlan};
 use super::kernels;
-use super::ttlg::{DeviceProps, GpuModel, Schema, TtlgOptions, TtlgPlan};
+use super::ttlg::{
+    DeviceProps, GpuModel, GpuTuning, Schema, TtlgOptions, TtlgPlan, MEASURE_CANDIDATES,
+};
 
 fn gpu<E: std::fmt::Debug>(what: &str) -> impl FnOnce(E) -> Error + '_ {
     move |e| Error::Gpu(format!("{what}: {e:?}"))
@@ -276,6 +278,7 @@ pub struct Device {
     stream: Arc<CudaStream>,
     props: DeviceProps,
     model: GpuModel,
+    tuning: GpuTuning,
     modules: Mutex<HashMap<Schema, Arc<CudaModule>>>,
     functions: Mutex<HashMap<String, CudaFunction>>,
     pool: Mutex<HashMap<usize, Vec<CudaSlice<u8>>>>,
@@ -347,6 +350,7 @@ impl Device {
             stream,
             props,
             model,
+            tuning: GpuTuning::Estimate,
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
             pool: Mutex::new(HashMap::new()),
@@ -380,6 +384,32 @@ impl Device {
     /// ```
     pub fn model(&self) -> &GpuModel {
         &self.model
+    }
+
+    /// How transposition plans are chosen (the model alone, or measured candidates).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::{device::Device, ttlg::GpuTuning};
+    /// assert_eq!(Device::new(0).unwrap().tuning(), GpuTuning::Estimate);
+    /// # }
+    /// ```
+    pub fn tuning(&self) -> GpuTuning {
+        self.tuning
+    }
+
+    /// Sets how transposition plans are chosen and drops cached plans.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::{device::Device, ttlg::GpuTuning};
+    /// let mut dev = Device::new(0).unwrap();
+    /// dev.set_tuning(GpuTuning::Measure { budget: std::time::Duration::from_millis(10) });
+    /// # }
+    /// ```
+    pub fn set_tuning(&mut self, tuning: GpuTuning) {
+        self.tuning = tuning;
+        self.clear_plan_cache();
     }
 
     /// Replaces the model (after calibration) and drops cached plans.
@@ -614,14 +644,88 @@ impl Device {
             model: Some(self.model.clone()),
             ..TtlgOptions::default()
         };
-        let plan = TtlgPlan::new(perm, a, b, dtype, plain, &self.props, &opts)?;
+        let cached = match self.tuning {
+            GpuTuning::Estimate => {
+                let plan = TtlgPlan::new(perm, a, b, dtype, plain, &self.props, &opts)?;
+                self.upload_plan(plan)?
+            }
+            GpuTuning::Measure { budget } => {
+                let ranked = TtlgPlan::ranked(
+                    perm,
+                    a,
+                    b,
+                    dtype,
+                    plain,
+                    &self.props,
+                    &opts,
+                    MEASURE_CANDIDATES,
+                )?;
+                self.fastest(ranked, a, b, budget)?
+            }
+        };
+        lock(&self.plans, "plan cache")?.insert(key, cached.clone());
+        Ok(cached)
+    }
+
+    fn upload_plan(&self, plan: TtlgPlan) -> Result<Arc<CachedPlan>> {
         let meta = self
             .stream
             .clone_htod(&plan.meta_bytes())
             .map_err(gpu("uploading a plan's offset arrays"))?;
-        let cached = Arc::new(CachedPlan { plan, meta });
-        lock(&self.plans, "plan cache")?.insert(key, cached.clone());
-        Ok(cached)
+        Ok(Arc::new(CachedPlan { plan, meta }))
+    }
+
+    /// Measured tuning: times the ranked candidates (model order) as plain copies on
+    /// scratch buffers covering both layouts, until `budget` is spent (at least two), and
+    /// returns the fastest. Without scratch memory (or with negative offsets) the first.
+    fn fastest(
+        &self,
+        ranked: Vec<TtlgPlan>,
+        a: &Layout,
+        b: &Layout,
+        budget: std::time::Duration,
+    ) -> Result<Arc<CachedPlan>> {
+        let mut ranked = ranked.into_iter();
+        let first = ranked
+            .next()
+            .ok_or_else(|| Error::Gpu("the GPU planner ranked no candidate".into()))?;
+        let first = self.upload_plan(first)?;
+        let ((a_lo, a_hi), (b_lo, b_hi)) = (a.offset_range(), b.offset_range());
+        let es = first.plan.dtype.size_bytes();
+        if first.plan.is_empty() || a_lo < 0 || b_lo < 0 || ranked.len() == 0 {
+            return Ok(first);
+        }
+        let (a_bytes, b_bytes) = ((a_hi as usize + 1) * es, (b_hi as usize + 1) * es);
+        let (Ok(wa), Ok(mut wb)) = (self.workspace(a_bytes), self.workspace(b_bytes)) else {
+            return Ok(first);
+        };
+        let (sa, sb) = (wa.slice()?, wb.slice_mut()?);
+        let start = std::time::Instant::now();
+        let mut time = |p: &CachedPlan| -> Result<f64> {
+            // Plain copies (mode 0): alpha and beta are not read.
+            self.launch_transpose::<f32>(p, 1.0, sa, 0.0, sb)?;
+            let t = self.time_on_stream(|| {
+                for _ in 0..3 {
+                    self.launch_transpose::<f32>(p, 1.0, sa, 0.0, sb)?;
+                }
+                Ok(())
+            })?;
+            Ok(t / 3.0)
+        };
+        let mut best_t = time(&first)?;
+        let mut best = first;
+        for (i, plan) in ranked.enumerate() {
+            if i > 0 && start.elapsed() >= budget {
+                break;
+            }
+            let p = self.upload_plan(plan)?;
+            let t = time(&p)?;
+            if t < best_t {
+                best_t = t;
+                best = p;
+            }
+        }
+        Ok(best)
     }
 
     /// The TTLG plan this device uses for `B = perm(A)` (cached per device, layouts, dtype).

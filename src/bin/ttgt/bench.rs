@@ -172,7 +172,8 @@ pub struct TransposeArgs {
         allow_hyphen_values = true
     )]
     pub beta: f64,
-    /// Tune each plan by measurement for this many milliseconds (default: heuristics only).
+    /// Tune each plan by measurement for this many milliseconds (default: heuristics only);
+    /// with --backend cuda: time the model's best candidates on the device and keep the fastest.
     #[arg(long, value_name = "MS")]
     pub measure: Option<u64>,
     /// Run only the cases whose names contain this text, or a comma list of TTC ids (numbers)
@@ -318,6 +319,7 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
             a.repeat,
             a.beta,
             a.schema.as_deref(),
+            a.measure,
             a.json,
         );
     }

@@ -83,7 +83,7 @@ fn device() -> CliResult<ttgt::backend::cuda::device::Device> {
 }
 
 /// `ttgt bench transpose --backend cuda`; `schema` forces a TTLG schema (cases where it
-/// does not apply are skipped).
+/// does not apply are skipped); `measure` (milliseconds) turns on measured tuning.
 #[allow(unused_variables)]
 pub fn bench_transpose(
     cases: &[ttgt::bench::TransposeCase],
@@ -91,6 +91,7 @@ pub fn bench_transpose(
     repeat: usize,
     beta: f64,
     schema: Option<&str>,
+    measure: Option<u64>,
     as_json: bool,
 ) -> CliResult<()> {
     #[cfg(not(feature = "cuda"))]
@@ -101,7 +102,12 @@ pub fn bench_transpose(
         let schema: Option<Schema> = schema
             .map(|s| s.parse().map_err(CliError::new))
             .transpose()?;
-        let dev = device()?;
+        let mut dev = device()?;
+        if let Some(ms) = measure {
+            dev.set_tuning(ttgt::backend::cuda::ttlg::GpuTuning::Measure {
+                budget: std::time::Duration::from_millis(ms),
+            });
+        }
         let mut tb = ttgt::backend::cuda::bench::TransposeBench::new(&dev);
         let mut ratios = Vec::new();
         let mut skipped = 0usize;
@@ -125,7 +131,7 @@ pub fn bench_transpose(
         let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);
         let s = serde_json::json!({"summary": true, "backend": "cuda", "device": dev.props().name,
                        "cases": ratios.len(), "skipped": skipped,
-                       "schema": schema.map(|s| s.short_name()),
+                       "schema": schema.map(|s| s.short_name()), "measure_ms": measure,
                        "mean_ratio": mean, "min_ratio": min});
         say(&if as_json {
             s.to_string()

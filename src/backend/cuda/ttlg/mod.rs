@@ -118,6 +118,33 @@ impl std::str::FromStr for Schema {
     }
 }
 
+/// How a device chooses among the candidate plans of a transposition.
+///
+/// ```
+/// use ttgt::backend::cuda::ttlg::GpuTuning;
+/// assert_eq!(GpuTuning::default(), GpuTuning::Estimate);
+/// let t = GpuTuning::Measure { budget: std::time::Duration::from_millis(20) };
+/// assert_ne!(t, GpuTuning::Estimate);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GpuTuning {
+    /// The model's choice alone (planning in tens of microseconds).
+    #[default]
+    Estimate,
+    /// Time the model's best candidates (at most [`MEASURE_CANDIDATES`], at least two when
+    /// there are two) on the device, on scratch buffers of the tensors' size, until `budget`
+    /// is spent, and keep the fastest (cuTT's measured planning). Planned once per layout:
+    /// the plan cache keeps the winner. Falls back to the model's choice when the scratch
+    /// buffers cannot be allocated or a layout has negative offsets.
+    Measure {
+        /// Most time to spend timing candidates of one plan.
+        budget: std::time::Duration,
+    },
+}
+
+/// Most candidates measured tuning times ([`GpuTuning::Measure`]).
+pub const MEASURE_CANDIDATES: usize = 6;
+
 /// What the planner needs to know about the device.
 ///
 /// ```

@@ -2,7 +2,7 @@
 //! dims, arrays. The layout matches `enum Meta` in `kernels/ttgt_common.cuh`.
 
 use super::problem::GpuProblem;
-use super::slice::{fl_group_rows, fs_pad, Side, Slice};
+use super::slice::{fl_group_rows, fs_pad, oa_col, oa_row_stride, Side, Slice};
 use super::Schema;
 
 /// Header entries (`M_HEADER`).
@@ -138,6 +138,8 @@ pub(crate) fn build_meta(p: &GpuProblem, s: &Slice, outer: &[OuterDim], rank: us
             } else {
                 // Elements of the slice in B's order: their B offsets and buffer indices.
                 let va = a_col.len();
+                let size = p.kernel_dtype.size_bytes();
+                let rs = oa_row_stride(va, size);
                 let mut all: Vec<(usize, usize, bool)> = s
                     .input
                     .dims
@@ -177,7 +179,7 @@ pub(crate) fn build_meta(p: &GpuProblem, s: &Slice, outer: &[OuterDim], rank: us
                         }
                     }
                     b_elem.push(ob);
-                    sm_elem.push((r * va + c) as i64);
+                    sm_elem.push((r * rs + oa_col(c, size)) as i64);
                     for k in 0..all.len() {
                         digit[k] += 1;
                         if digit[k] < all[k].1 {
@@ -190,6 +192,7 @@ pub(crate) fn build_meta(p: &GpuProblem, s: &Slice, outer: &[OuterDim], rank: us
                 push(&mut m, 1, &a_row);
                 push(&mut m, 2, &b_elem);
                 push(&mut m, 3, &sm_elem);
+                m[M_P0 + 4] = rs as i64;
             }
         }
         Schema::FviMatchLarge => {

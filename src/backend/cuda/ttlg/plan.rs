@@ -7,8 +7,8 @@ use super::model::{features, Features, GpuModel};
 use super::offsets::{build_meta, outer_dims, OuterDim};
 use super::problem::GpuProblem;
 use super::slice::{
-    fl_candidates, fl_group_rows, fs_candidates, fs_shared_elems, oa_candidates, od_candidates,
-    Slice, WS,
+    fl_candidates, fl_group_rows, fs_candidates, fs_shared_elems, oa_candidates, oa_shared_elems,
+    od_candidates, Slice, WS,
 };
 use super::{DeviceProps, Schema};
 
@@ -178,6 +178,35 @@ impl TtlgPlan {
         props: &DeviceProps,
         opts: &TtlgOptions,
     ) -> Result<Self> {
+        let mut best = Self::ranked(perm, a, b, dtype, plain, props, opts, 1)?;
+        best.pop()
+            .ok_or_else(|| Error::Gpu("the GPU planner ranked no candidate".into()))
+    }
+
+    /// The `k` candidates the model ranks fastest (at least one), fastest first; the first is
+    /// [`TtlgPlan::new`]'s plan. For measured tuning: the device times these and keeps the
+    /// fastest (TTLG's model ranks; a measurement settles what it cannot tell apart).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let a = ttgt::Layout::row_major(&[48, 28, 28, 28, 48]).unwrap();
+    /// let b = ttgt::Layout::row_major(&[48, 28, 28, 28, 48]).unwrap();
+    /// let (props, o) = (DeviceProps::nominal(), TtlgOptions::default());
+    /// let top = TtlgPlan::ranked(&[4, 3, 2, 1, 0], &a, &b, ttgt::DType::F32, false, &props, &o, 4).unwrap();
+    /// assert!(top.len() > 1 && top.len() <= 4);
+    /// assert!(top.windows(2).all(|w| w[0].predicted_seconds <= w[1].predicted_seconds));
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn ranked(
+        perm: &[usize],
+        a: &Layout,
+        b: &Layout,
+        dtype: DType,
+        plain: bool,
+        props: &DeviceProps,
+        opts: &TtlgOptions,
+        k: usize,
+    ) -> Result<Vec<Self>> {
         let problem = GpuProblem::new(perm, a, b, dtype, plain, opts.align)?;
         let model = opts
             .model
@@ -187,8 +216,9 @@ impl TtlgPlan {
             Some(s) => vec![s],
             None => schemas_for(&problem),
         };
-        let mut best: Option<(f64, Slice, Vec<OuterDim>, Features)> = None;
-        let rank = |schema: Schema, best: &mut Option<(f64, Slice, Vec<OuterDim>, Features)>| {
+        type Scored = (f64, Slice, Vec<OuterDim>, Features);
+        let mut all: Vec<Scored> = Vec::new();
+        let rank = |schema: Schema, all: &mut Vec<Scored>| {
             for s in candidates(&problem, schema, props) {
                 let outer = outer_dims(&problem, &s);
                 if outer.len() > MAX_OUTER_DIMS {
@@ -196,22 +226,20 @@ impl TtlgPlan {
                 }
                 let f = features(&problem, &s, num_slices(&outer));
                 let t = model.predict(&f);
-                if best.as_ref().is_none_or(|(bt, ..)| t < *bt) {
-                    *best = Some((t, s, outer, f));
-                }
+                all.push((t, s, outer, f));
             }
         };
         for &schema in &schemas {
-            rank(schema, &mut best);
+            rank(schema, &mut all);
         }
-        if best.is_none()
+        if all.is_empty()
             && opts.schema.is_none()
             && !schemas.contains(&Schema::OrthogonalArbitrary)
         {
             // Fallback when no slice of the chosen schema fits the outer-rank limit.
-            rank(Schema::OrthogonalArbitrary, &mut best);
+            rank(Schema::OrthogonalArbitrary, &mut all);
         }
-        let Some((predicted_seconds, slice, outer, features)) = best else {
+        if all.is_empty() {
             return Err(Error::Unsupported(match opts.schema {
                 Some(s) => format!(
                     "the {s} schema does not apply to transpose {perm:?} of {:?} \
@@ -225,7 +253,40 @@ impl TtlgPlan {
                     a.dims()
                 ),
             }));
-        };
+        }
+        // Stable: among equal predictions the first enumerated wins, as before.
+        all.sort_by(|x, y| x.0.total_cmp(&y.0));
+        all.truncate(k.max(1));
+        all.into_iter()
+            .map(|(t, slice, outer, f)| {
+                Self::build(
+                    problem.clone(),
+                    dtype,
+                    plain,
+                    props,
+                    opts,
+                    t,
+                    slice,
+                    outer,
+                    f,
+                )
+            })
+            .collect()
+    }
+
+    /// The plan of one ranked candidate: meta table, kernel, launch configuration.
+    #[allow(clippy::too_many_arguments)]
+    fn build(
+        problem: GpuProblem,
+        dtype: DType,
+        plain: bool,
+        props: &DeviceProps,
+        opts: &TtlgOptions,
+        predicted_seconds: f64,
+        slice: Slice,
+        outer: Vec<OuterDim>,
+        features: Features,
+    ) -> Result<Self> {
         let outer_rank = RANKS
             .iter()
             .copied()
@@ -238,8 +299,9 @@ impl TtlgPlan {
         let (block, shared_bytes, grid_units) = match schema {
             Schema::OrthogonalDistinct => ([WS as u32, THREADS / WS as u32, 1], 0, nslices),
             Schema::OrthogonalArbitrary => {
-                let vol = slice.input.volume(&problem) * slice.output.volume(&problem).max(1);
-                ([THREADS, 1, 1], vol * size, nslices)
+                let va = slice.input.volume(&problem);
+                let elems = oa_shared_elems(va, slice.output.volume(&problem), size);
+                ([THREADS, 1, 1], elems * size, nslices)
             }
             Schema::FviMatchLarge => {
                 let n0 = problem.dims[problem.fvi_in()].n;

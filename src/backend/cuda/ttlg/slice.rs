@@ -293,7 +293,7 @@ pub(crate) fn oa_candidates(p: &GpuProblem, max_shared: usize) -> Vec<Slice> {
             rows
         });
         for rows in unique(rows_all) {
-            if va.saturating_mul(rows.volume(p)) <= cap {
+            if oa_shared_elems(va, rows.volume(p), size) <= cap {
                 out.push(Slice {
                     schema: Schema::OrthogonalArbitrary,
                     input: is.clone(),
@@ -310,7 +310,8 @@ pub(crate) fn oa_candidates(p: &GpuProblem, max_shared: usize) -> Vec<Slice> {
             schema: Schema::OrthogonalArbitrary,
             input: Side {
                 dims: vec![d],
-                block: p.dims[d].n.min(cap.max(1)),
+                // Columns whose skewed row fits (the skew adds at most 1/8).
+                block: p.dims[d].n.min((cap.saturating_sub(2) * 8 / 9).max(1)),
             },
             output: Side {
                 dims: vec![],
@@ -394,6 +395,34 @@ pub(crate) fn fl_group_rows(n0: usize, chunk: usize, elem_bytes: usize) -> usize
 /// Padding of an FVI-Match-Small buffer row: row length = N0 (mod 32).
 pub(crate) fn fs_pad(n0: usize, b: usize) -> usize {
     (WS - (b * n0 - n0) % WS) % WS
+}
+
+/// Orthogonal-Arbitrary buffer columns are skewed by one element every 128 bytes (32 banks):
+/// column `c` sits at `c + (c >> shift)`, so that a warp reading columns a power of two
+/// apart (B's fastest dim inside the input slice) spreads over the banks.
+fn oa_skew_shift(size: usize) -> u32 {
+    match size {
+        0..=4 => 5,
+        5..=8 => 4,
+        _ => 3,
+    }
+}
+
+/// Position of column `c` inside an Orthogonal-Arbitrary buffer row (see `oa_skew_shift`).
+pub(crate) fn oa_col(c: usize, size: usize) -> usize {
+    c + (c >> oa_skew_shift(size))
+}
+
+/// Distance in elements between Orthogonal-Arbitrary buffer rows: past the last skewed
+/// column, rounded up to an odd number, so that a warp reading down a column (B's fastest
+/// dim among the rows) hits distinct banks. The kernel reads it from meta slot `M_P4`.
+pub(crate) fn oa_row_stride(va: usize, size: usize) -> usize {
+    (oa_col(va.max(1) - 1, size) + 1) | 1
+}
+
+/// Elements of an Orthogonal-Arbitrary buffer of `va` columns and `rows` rows.
+pub(crate) fn oa_shared_elems(va: usize, rows: usize, size: usize) -> usize {
+    rows.max(1).saturating_mul(oa_row_stride(va, size))
 }
 
 /// Elements of an FVI-Match-Small buffer.

@@ -597,6 +597,9 @@ fn usage_errors_and_help() {
     assert_eq!(o.status.code(), Some(2));
     let o = ttgt(&["contract", "ij", "--repeat", "many"]);
     assert_eq!(o.status.code(), Some(2));
+    let o = ttgt(&["bench", "contract", "--measure", "5", "--only", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--backend cuda only"), "{}", stderr(&o));
 
     let top = ok(&["--help"]);
     assert!(

@@ -19,6 +19,26 @@ fn cuda_backend_without_gpu_is_a_clear_error() {
     for args in [
         &["bench", "transpose", "--backend", "cuda", "--only", "3"][..],
         &["bench", "contract", "--backend", "cuda", "--only", "1"],
+        &[
+            "bench",
+            "contract",
+            "--backend",
+            "cuda",
+            "--only",
+            "2",
+            "--measure",
+            "5",
+        ],
+        &[
+            "bench",
+            "transpose",
+            "--backend",
+            "cuda",
+            "--only",
+            "1",
+            "--measure",
+            "5",
+        ],
         &["calibrate", "--backend", "cuda", "--dry-run"],
         &[
             "bench",

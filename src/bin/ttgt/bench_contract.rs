@@ -54,6 +54,10 @@ pub struct ContractBenchArgs {
     /// device).
     #[arg(long, value_name = "BACKEND", default_value = "cpu")]
     pub backend: String,
+    /// With --backend cuda: measured tuning of the contractions' transposes (time the TTLG
+    /// model's best candidates for at most this many milliseconds a plan, keep the fastest).
+    #[arg(long, value_name = "MS")]
+    pub measure: Option<u64>,
 }
 
 fn record(r: &ContractResult) -> serde_json::Value {
@@ -102,6 +106,7 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
                 dtype: a.dtype.clone(),
                 repeat: a.repeat,
                 only: a.only.clone(),
+                measure: a.measure,
                 json: a.json,
             })
         }
@@ -110,6 +115,11 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
                 "--backend takes cpu or cuda, got {other:?}"
             )))
         }
+    }
+    if a.measure.is_some() {
+        return Err(CliError::new(
+            "--measure applies to --backend cuda only (the CPU bench times candidates with --all-candidates)",
+        ));
     }
     let dtype: DType = a.dtype.parse().map_err(CliError::new)?;
     let threads = match a.threads {

@@ -64,6 +64,10 @@ pub struct ContractBenchArgs {
     /// Run only the TCCG cases whose names contain this text, or a comma list of ids.
     #[arg(long, value_name = "TEXT")]
     pub only: Option<String>,
+    /// Measured tuning of the contractions' transposes: time the model's best candidates on
+    /// the device for at most this many milliseconds a plan and keep the fastest.
+    #[arg(long, value_name = "MS")]
+    pub measure: Option<u64>,
     /// One JSON object per case and one summary object, one per line.
     #[arg(long)]
     pub json: bool,
@@ -170,7 +174,12 @@ pub fn bench_contract(a: &ContractBenchArgs) -> CliResult<()> {
     return no_cuda();
     #[cfg(feature = "cuda")]
     {
-        let dev = device()?;
+        let mut dev = device()?;
+        if let Some(ms) = a.measure {
+            dev.set_tuning(ttgt::backend::cuda::ttlg::GpuTuning::Measure {
+                budget: std::time::Duration::from_millis(ms),
+            });
+        }
         let mut ratios = Vec::new();
         for (name, spec, sa, sb) in &cases {
             let r =
@@ -195,7 +204,7 @@ pub fn bench_contract(a: &ContractBenchArgs) -> CliResult<()> {
         }
         let mean = ratios.iter().sum::<f64>() / ratios.len().max(1) as f64;
         let s = serde_json::json!({"summary": true, "backend": "cuda", "device": dev.props().name,
-                       "cases": ratios.len(), "mean_ratio": mean});
+                       "cases": ratios.len(), "mean_ratio": mean, "measure_ms": a.measure});
         say(&if a.json {
             s.to_string()
         } else {

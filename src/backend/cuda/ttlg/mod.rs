@@ -134,8 +134,9 @@ pub enum GpuTuning {
     /// Time the model's best candidates (at most [`MEASURE_CANDIDATES`], at least two when
     /// there are two) on the device, on scratch buffers of the tensors' size, until `budget`
     /// is spent, and keep the fastest (cuTT's measured planning). Planned once per layout:
-    /// the plan cache keeps the winner. Falls back to the model's choice when the scratch
-    /// buffers cannot be allocated or a layout has negative offsets.
+    /// the plan cache keeps the winner. The scratch buffers come from, and go back to, the
+    /// device's workspace cache (so they stay allocated for later workspaces). Falls back to
+    /// the model's choice when they cannot be allocated or a layout has negative offsets.
     Measure {
         /// Most time to spend timing candidates of one plan.
         budget: std::time::Duration,

@@ -481,6 +481,43 @@ fn regrouped_scattered_tiles_into_misaligned_outputs() {
     }
 }
 
+/// Streamed tiles whose A rows are one line and whose B rows are long take four-line B-side
+/// blocks under the regroup rule (AVX-512, f32: 16-element A rows), and stay exact on every
+/// level, dtype, misaligned output and thread count.
+#[test]
+fn one_line_tiles_take_four_line_blocks() {
+    // i = A's dim 2 (16 f32, one line), j = A's dim 1 (80, rows one line apart in A).
+    let (dims, perm): (&[usize], &[usize]) = (&[5, 80, 16], &[0, 2, 1]);
+    for isa in Isa::available() {
+        for threads in [1, 2] {
+            let opts = TransposeOptions {
+                threads: Some(threads),
+                isa: Some(isa),
+                streaming: Some(true),
+                regroup: Some(true),
+                ..Default::default()
+            };
+            let la = Layout::row_major(dims).unwrap();
+            let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+            let lb = Layout::row_major(&bd).unwrap();
+            if isa == Isa::Avx512 {
+                let plan = TransposePlan::new(perm, &la, &lb, DType::F32, &opts).unwrap();
+                assert_eq!(plan.blocks().1, 64, "{}", plan.describe());
+                let keep = TransposeOptions {
+                    regroup: Some(false),
+                    ..opts.clone()
+                };
+                let old = TransposePlan::new(perm, &la, &lb, DType::F32, &keep).unwrap();
+                assert_eq!(old.blocks().1, 16, "{}", old.describe());
+            }
+            misaligned_case::<f32>(dims, perm, &opts);
+            misaligned_case::<f64>(dims, perm, &opts);
+            misaligned_case::<Complex32>(dims, perm, &opts);
+            misaligned_case::<Complex64>(dims, perm, &opts);
+        }
+    }
+}
+
 /// Complex (non-real) scalars take the scalar path and are still right.
 #[test]
 fn complex_scalars() {

@@ -54,9 +54,9 @@ pub struct TransposeOptions {
     /// `None`: the plan's rule ([`TransposePlan::prefetches`]); `Measure` tuning then tries
     /// both.
     pub prefetch: Option<bool>,
-    /// Force the regrouped loop nest of streamed scattered-line tiles on (`Some(true)`) or
-    /// off; `None`: the host's rule ([`scatter_regroup`]). See
-    /// [`TransposePlan::regroups_lines`].
+    /// Force the regrouped loop nest of streamed scattered-line tiles, and the four-line
+    /// B-side blocks of streamed one-line-row tiles, on (`Some(true)`) or off; `None`: the
+    /// host's rule ([`scatter_regroup`]). See [`TransposePlan::regroups_lines`].
     pub regroup: Option<bool>,
 }
 
@@ -149,8 +149,9 @@ pub fn set_scatter_regroup(regroup: Option<bool>) {
     SCATTER_REGROUP.set(regroup);
 }
 
-/// Whether streamed scattered-line tiles run the regrouped nest by default (see
-/// [`set_scatter_regroup`]). Without a setting: no. The two AVX-512 hosts disagree: on a
+/// Whether streamed scattered-line tiles run the regrouped nest by default, and streamed
+/// one-line-row tiles four-line B-side blocks (see [`set_scatter_regroup`]). Without a
+/// setting: no. The two AVX-512 hosts disagree: on a
 /// Zen 4 EPYC the regrouped nest ran the TTC set's f32 reversals 1.1–2x faster at one
 /// thread (ttc-40 0.60 -> 1.15 of copy, ttc-56 0.64 -> 1.36), while on a Zen 5 host
 /// `--measure`, which tries such nests, found nothing faster for them.
@@ -168,6 +169,9 @@ const TWO_LINES: usize = 128;
 /// Largest macro-tile (bytes of A, as many of B) for which a regrouped scattered-line tile
 /// takes the whole of B's stride-1 dim in one block ([`TransposePlan::regroups_lines`]).
 const REGROUP_WHOLE_BYTES: usize = 128 << 10;
+
+/// B-side block of streamed tiles whose A rows are one line (`widen_one_line_tiles`), bytes.
+const FOUR_LINES: usize = 256;
 
 /// What a loop of the plan walks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -389,6 +393,7 @@ impl TransposePlan {
         plan.build(0.5, options.block.map(|b| (b, b)), false);
         if options.block.is_none() && options.regroup.unwrap_or_else(scatter_regroup) {
             plan.regroup_scattered_lines();
+            plan.widen_one_line_tiles();
         }
         Ok(plan)
     }
@@ -606,6 +611,37 @@ impl TransposePlan {
         self.stream_loops = Some(c.loops);
         self.stream_block_j = bj;
         self.regrouped = true;
+    }
+
+    /// Gives a streamed SIMD tile whose A rows are one cache line (so the regrouped nest does
+    /// not apply) and whose B-side dim is at least four lines long B-side blocks of four
+    /// lines ([`FOUR_LINES`]), with the streamed loop order rebuilt around them: each visit
+    /// then writes four lines of every B row instead of one, and the A rows a strip reads
+    /// continue through four micro-tiles. Not where A's J rows are a multiple of a page
+    /// apart (the rows share cache sets, as for the regrouped nest). Part of the scattered-
+    /// line remedies that [`scatter_regroup`] turns on: on the Zen 4 host the 42 such tiles
+    /// of the 720 permutations of 16^6 f32 ran 1.53x as fast (geomean, 1 thread; up to 3.2x
+    /// where B's fastest dim is A's dim 3, rows 1 KiB apart) and 1.32x at 2 threads, with no
+    /// TTC plan changed (their tiles have longer A rows).
+    fn widen_one_line_tiles(&mut self) {
+        let KernelKind::Tile { i, j, simd: true } = self.kernel else {
+            return;
+        };
+        let es = self.dtype.size_bytes();
+        let bj = FOUR_LINES / es;
+        if self.regrouped
+            || !self.streams(true)
+            || i.n.min(self.block) * es > 64
+            || j.n < bj
+            || self.stream_block_j * es > 64
+            || (j.sa.unsigned_abs() * es).is_multiple_of(kernel::PAGE)
+        {
+            return;
+        }
+        let mut c = self.clone();
+        c.build(0.5, Some((self.block, bj)), false);
+        self.stream_loops = c.stream_loops;
+        self.stream_block_j = bj;
     }
 
     /// Whether streamed executions run the regrouped nest of a scattered-line tile

@@ -72,6 +72,19 @@ TTGT_INLINE c64 add(c64 a, c64 b) {
     return r;
 }
 
+// Register image of an element, for values held in registers across a barrier (prefetched
+// loads): complex doubles travel as one 16-byte vector, which keeps them in registers (an
+// array of two-double structs is left in local memory).
+template <typename T>
+struct Reg {
+    typedef T type;
+};
+typedef double c64_reg __attribute__((vector_size(16)));
+template <>
+struct Reg<c64> {
+    typedef c64_reg type;
+};
+
 // Stores v at *p under the execution mode (uniform across the launch).
 template <typename T>
 TTGT_INLINE void store(T* p, T v, T alpha, T beta, int mode) {

@@ -21,18 +21,6 @@ namespace ttgt {
 #define TTGT_OA_PREFETCH 1
 #endif
 
-// Register image of an element: complex doubles travel as one 16-byte vector (a struct
-// array would be left in local memory).
-template <typename T>
-struct OaReg {
-    typedef T type;
-};
-typedef double oa_c64_reg __attribute__((vector_size(16)));
-template <>
-struct OaReg<c64> {
-    typedef oa_c64_reg type;
-};
-
 // Skew of buffer columns: one element every 32 banks.
 template <typename T>
 struct OaSkew {
@@ -71,7 +59,7 @@ TTGT_INLINE void oa_enter(OaSlice<I>& s, const Outer<I, R>& o, const I* __restri
 // Loads the thread's next U copy-in entries of slice s into v and records their buffer
 // indices in bi (-1: past the slice's end); advances s.r and s.c past them.
 template <typename T, typename I, int U>
-TTGT_INLINE void oa_load(typename OaReg<T>::type (&v)[U], I (&bi)[U], OaSlice<I>& s,
+TTGT_INLINE void oa_load(typename Reg<T>::type (&v)[U], I (&bi)[U], OaSlice<I>& s,
                          const T* __restrict__ a, const I* __restrict__ a_col,
                          const I* __restrict__ a_row, I rs) {
 #pragma unroll
@@ -79,7 +67,7 @@ TTGT_INLINE void oa_load(typename OaReg<T>::type (&v)[U], I (&bi)[U], OaSlice<I>
         bi[u] = -1;
         if (s.r < s.nr) {
             bi[u] = s.r * rs + s.c + (s.c >> OaSkew<T>::SH);
-            v[u] = *reinterpret_cast<const typename OaReg<T>::type*>(
+            v[u] = *reinterpret_cast<const typename Reg<T>::type*>(
                 TTGT_CHECK(a + (s.oa + *TTGT_CHECK(a_row + s.r) + *TTGT_CHECK(a_col + s.c))));
         }
         s.c += s.dc;
@@ -92,10 +80,10 @@ TTGT_INLINE void oa_load(typename OaReg<T>::type (&v)[U], I (&bi)[U], OaSlice<I>
 }
 
 template <typename T, typename I, int U>
-TTGT_INLINE void oa_put(T* buf, const typename OaReg<T>::type (&v)[U], const I (&bi)[U]) {
+TTGT_INLINE void oa_put(T* buf, const typename Reg<T>::type (&v)[U], const I (&bi)[U]) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
-        if (bi[u] >= 0) *TTGT_CHECK(reinterpret_cast<typename OaReg<T>::type*>(&buf[bi[u]])) = v[u];
+        if (bi[u] >= 0) *TTGT_CHECK(reinterpret_cast<typename Reg<T>::type*>(&buf[bi[u]])) = v[u];
 }
 
 template <typename T, typename I, int R>
@@ -121,7 +109,7 @@ TTGT_INLINE void oa_body(const T* __restrict__ a, T* __restrict__ b, const I* __
     OaSlice<I> cur;
     oa_enter<I, R>(cur, o, meta, static_cast<I>(blockIdx.x), tid, nthreads, va, r_full, c_full,
                    dr_full, dc_full);
-    typename OaReg<T>::type v[U];
+    typename Reg<T>::type v[U];
     I bi[U];
     oa_load<T, I, U>(v, bi, cur, a, a_col, a_row, rs);
     bool more = true;

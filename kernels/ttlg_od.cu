@@ -65,18 +65,6 @@ TTGT_INLINE bool od_advance(OdCursor<I>& t, const Outer<I, R>& o, const I* __res
     return true;
 }
 
-// Register image of an element: complex doubles travel as one 16-byte vector, which keeps
-// the prefetched tile in registers (a two-double struct array is left in local memory).
-template <typename T>
-struct Reg {
-    typedef T type;
-};
-typedef double c64_reg __attribute__((vector_size(16)));
-template <>
-struct Reg<c64> {
-    typedef c64_reg type;
-};
-
 // Loads the entries of tile t that lie inside its slice into v: v[g][j] is column
 // c0 + 32g + tx, row r0 + ty + 8j.
 template <typename T, typename I, int C, int J>

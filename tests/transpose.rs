@@ -435,6 +435,15 @@ fn streamed_tiles_into_misaligned_outputs() {
     }
 }
 
+/// Row-major layouts of A (`dims`) and of B = perm(A).
+fn row_major_pair(dims: &[usize], perm: &[usize]) -> (Layout, Layout) {
+    let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+    (
+        Layout::row_major(dims).unwrap(),
+        Layout::row_major(&bd).unwrap(),
+    )
+}
+
 /// Full reversals whose streamed tiles would scatter single lines over B, run in the
 /// regrouped nest (`TransposeOptions::regroup`): blocks of the whole B row (small tiles) or
 /// of two lines with a remainder (long A rows), into a B at every offset inside a line, on
@@ -457,9 +466,7 @@ fn regrouped_scattered_tiles_into_misaligned_outputs() {
                 ..Default::default()
             };
             for (dims, perm, bj) in shapes {
-                let la = Layout::row_major(dims).unwrap();
-                let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
-                let lb = Layout::row_major(&bd).unwrap();
+                let (la, lb) = row_major_pair(dims, perm);
                 let plan = TransposePlan::new(perm, &la, &lb, DType::F32, &opts).unwrap();
                 if isa == Isa::Avx512 {
                     assert!(plan.regroups_lines(), "{dims:?}");
@@ -497,9 +504,7 @@ fn one_line_tiles_take_four_line_blocks() {
                 regroup: Some(true),
                 ..Default::default()
             };
-            let la = Layout::row_major(dims).unwrap();
-            let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
-            let lb = Layout::row_major(&bd).unwrap();
+            let (la, lb) = row_major_pair(dims, perm);
             if isa == Isa::Avx512 {
                 let plan = TransposePlan::new(perm, &la, &lb, DType::F32, &opts).unwrap();
                 assert_eq!(plan.blocks().1, 64, "{}", plan.describe());

@@ -8,7 +8,8 @@ use num_complex::{Complex32, Complex64};
 use proptest::prelude::*;
 use ttgt::tensor::{StridedView, StridedViewMut};
 use ttgt::transpose::{
-    line_tile_streaming, set_line_tile_streaming, Isa, TransposeOptions, TransposePlan, Tuning,
+    line_tile_streaming, set_line_tile_streaming, Isa, KernelKind, TransposeOptions, TransposePlan,
+    Tuning, PREFETCH_AHEAD_BYTES, PREFETCH_MAX_UNITS,
 };
 use ttgt::{DType, Element, Layout};
 
@@ -519,6 +520,53 @@ fn one_line_tiles_take_four_line_blocks() {
             misaligned_case::<f64>(dims, perm, &opts);
             misaligned_case::<Complex32>(dims, perm, &opts);
             misaligned_case::<Complex64>(dims, perm, &opts);
+        }
+    }
+}
+
+/// The tiles' software prefetch runs a distance of A bytes ahead: sixteen 1 KiB tiles (16x16
+/// f32) by default, the next tile with distance 0, and at most `PREFETCH_MAX_UNITS` for a
+/// huge distance; the results are exact at every distance, on every level, dtype, thread
+/// count (ranges split between tasks, each with its own look-ahead) and output offset.
+#[test]
+fn prefetch_distances_keep_results_exact() {
+    // i = A's dim 3 (16 f32, one line), j = A's dim 1 (16, rows 80 elements apart).
+    let (dims, perm): (&[usize], &[usize]) = (&[6, 16, 5, 16], &[2, 0, 3, 1]);
+    let (la, lb) = row_major_pair(dims, perm);
+    for isa in Isa::available() {
+        for threads in [1, 2] {
+            for (distance, units) in [
+                (None, PREFETCH_AHEAD_BYTES / 1024),
+                (Some(0), 1),
+                (Some(1 << 30), PREFETCH_MAX_UNITS),
+            ] {
+                let opts = TransposeOptions {
+                    threads: Some(threads),
+                    isa: Some(isa),
+                    streaming: Some(true),
+                    prefetch: Some(true),
+                    prefetch_distance: distance,
+                    ..Default::default()
+                };
+                let plan = TransposePlan::new(perm, &la, &lb, DType::F32, &opts).unwrap();
+                if isa != Isa::Scalar {
+                    let (i, j) = match plan.kernel() {
+                        KernelKind::Tile { i, j, .. } => (i.n, j.n),
+                        k => panic!("{k:?}: {}", plan.describe()),
+                    };
+                    assert_eq!((i, j), (16, 16), "{}", plan.describe());
+                    assert_eq!(plan.prefetch_ahead(), Some(units), "{}", plan.describe());
+                    assert!(plan
+                        .describe()
+                        .contains(&format!("prefetch {units} unit(s)")));
+                } else {
+                    assert_eq!(plan.prefetch_ahead(), None, "{}", plan.describe());
+                }
+                misaligned_case::<f32>(dims, perm, &opts);
+                misaligned_case::<f64>(dims, perm, &opts);
+                misaligned_case::<Complex32>(dims, perm, &opts);
+                misaligned_case::<Complex64>(dims, perm, &opts);
+            }
         }
     }
 }

@@ -28,6 +28,9 @@ pub struct TransposeBenchOptions {
     pub streaming: Option<bool>,
     /// Force the tiles' software prefetch on or off (`None`: the plan's rule).
     pub prefetch: Option<bool>,
+    /// Bytes of A the tiles' prefetch runs ahead (`None`: the default,
+    /// [`crate::transpose::PREFETCH_AHEAD_BYTES`]; 0: the next macro-tile).
+    pub prefetch_distance: Option<usize>,
     /// Force the regrouped nest of scattered-line tiles on or off (`None`: the host's rule).
     pub regroup: Option<bool>,
     /// Bytes past a cache-line boundary where B starts (a multiple of the element size,
@@ -88,6 +91,7 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
         tuning: o.tuning,
         streaming: o.streaming,
         prefetch: o.prefetch,
+        prefetch_distance: o.prefetch_distance,
         regroup: o.regroup,
         ..Default::default()
     };

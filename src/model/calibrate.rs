@@ -330,17 +330,47 @@ const SCATTER_PROBES: [&[usize]; 4] = [
 /// ttgt::transpose::set_scatter_regroup(Some(regroup));
 /// ```
 pub fn probe_scatter_regroup(bytes: usize, threads: &[usize]) -> Result<bool> {
-    let elems = (bytes / 4).max(1 << 12);
-    let shapes: Vec<Vec<usize>> = SCATTER_PROBES
+    let cases: Vec<(&[usize], Vec<usize>)> = SCATTER_PROBES
         .iter()
-        .map(|d| {
-            let vol: usize = d.iter().product();
-            let f = (elems as f64 / vol as f64)
-                .powf(1.0 / d.len() as f64)
-                .min(1.0);
-            d.iter().map(|&x| scaled_extent(x, f)).collect()
-        })
+        .map(|&d| (d, (0..d.len()).rev().collect()))
         .collect();
+    rule_gain(bytes, threads, &cases, |n, perm, la, lb| {
+        let plan = |regroup| {
+            let opts = TransposeOptions {
+                threads: Some(n),
+                regroup: Some(regroup),
+                ..Default::default()
+            };
+            TransposePlan::new(perm, la, lb, DType::F32, &opts)
+        };
+        let plans = [plan(false)?, plan(true)?];
+        Ok(plans[1].regroups_lines().then_some(plans))
+    })
+}
+
+/// `d` scaled down (never up) to about `elems` elements ([`scaled_extent`] per dim).
+fn scaled_dims(d: &[usize], elems: usize) -> Vec<usize> {
+    let vol: usize = d.iter().product();
+    let f = (elems as f64 / vol as f64)
+        .powf(1.0 / d.len() as f64)
+        .min(1.0);
+    d.iter().map(|&x| scaled_extent(x, f)).collect()
+}
+
+/// Whether the second plan of each pair that `pair` builds (for a thread count, a permutation
+/// and the A and B layouts of a case of `cases`, f32, scaled to about `bytes` each way; `None`:
+/// the case does not apply) runs faster than the first: the geometric mean of the time ratio
+/// over the cases and every thread count in `threads`, the two alternated on the same buffers
+/// (best of three each), above 5 %, so that a host where the two are even keeps the built-in
+/// choice.
+fn rule_gain(
+    bytes: usize,
+    threads: &[usize],
+    cases: &[(&[usize], Vec<usize>)],
+    pair: impl Fn(usize, &[usize], &Layout, &Layout) -> Result<Option<[TransposePlan; 2]>>,
+) -> Result<bool> {
+    let elems = (bytes / 4).max(1 << 12);
+    let shapes: Vec<Vec<usize>> = cases.iter().map(|(d, _)| scaled_dims(d, elems)).collect();
     let len = shapes
         .iter()
         .map(|d| d.iter().product::<usize>())
@@ -351,30 +381,65 @@ pub fn probe_scatter_regroup(bytes: usize, threads: &[usize]) -> Result<bool> {
     let mut log_sum = 0.0;
     let mut count = 0usize;
     for &n in threads {
-        for dims in &shapes {
+        for (dims, (_, perm)) in shapes.iter().zip(cases) {
             let la = Layout::row_major(dims)?;
-            let perm: Vec<usize> = (0..dims.len()).rev().collect();
-            let rd: Vec<usize> = dims.iter().rev().copied().collect();
-            let lb = Layout::row_major(&rd)?;
-            let av = StridedView::from_slice(&a, la.clone(), oa)?;
-            let mut bv = StridedViewMut::from_slice(&mut b, lb.clone(), ob)?;
-            let plan = |regroup| {
-                let opts = TransposeOptions {
-                    threads: Some(n),
-                    regroup: Some(regroup),
-                    ..Default::default()
-                };
-                TransposePlan::new(&perm, &la, &lb, DType::F32, &opts)
-            };
-            let plans = [plan(false)?, plan(true)?];
-            if !plans[1].regroups_lines() {
+            let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+            let lb = Layout::row_major(&bd)?;
+            let Some(plans) = pair(n, perm, &la, &lb)? else {
                 continue;
-            }
+            };
+            let av = StridedView::from_slice(&a, la.clone(), oa)?;
+            let mut bv = StridedViewMut::from_slice(&mut b, lb, ob)?;
             log_sum += log_time_ratio(&plans, &av, &mut bv)?;
             count += 1;
         }
     }
     Ok(count > 0 && log_sum / count as f64 > 1.05f64.ln())
+}
+
+/// TTC cases (row-major extents, f32, and their permutations) whose SIMD tiles continue A
+/// rows a page or more apart, the plans the far-row prefetch rule decides: ttc-16, -20,
+/// -21, -32, -46 and -48 (ttc-20 and -32 lost a little to prefetching on the Xeon host).
+const FAR_ROW_PROBES: [(&[usize], &[usize]); 6] = [
+    (&[75, 96, 75, 96], &[3, 0, 2, 1]),
+    (&[75, 96, 12, 608], &[2, 0, 3, 1]),
+    (&[75, 608, 12, 96], &[2, 0, 3, 1]),
+    (&[28, 48, 28, 4, 352], &[4, 0, 3, 2, 1]),
+    (&[15, 15, 32, 15, 15, 32], &[1, 4, 0, 5, 3, 2]),
+    (&[15, 15, 112, 15, 5, 32], &[1, 4, 0, 5, 3, 2]),
+];
+
+/// Whether SIMD tiles whose continued A rows are a page or more apart run faster with the
+/// software prefetch on this machine ([`crate::transpose::set_far_row_prefetch`]): the
+/// geometric mean of the time ratio over the TTC cases of [`FAR_ROW_PROBES`] (f32, scaled to
+/// about `bytes` each way) whose plans fall under the rule, at every thread count in
+/// `threads`, with and without the prefetch alternated on the same buffers (best of three
+/// each). Prefetches only on a gain of more than 5 %, so that a host where the two are even
+/// keeps the built-in choice. About a second at 192 MiB.
+///
+/// ```no_run
+/// let far = ttgt::model::probe_far_row_prefetch(32 << 20, &[1, 2]).unwrap();
+/// ttgt::transpose::set_far_row_prefetch(Some(far));
+/// ```
+pub fn probe_far_row_prefetch(bytes: usize, threads: &[usize]) -> Result<bool> {
+    let cases: Vec<(&[usize], Vec<usize>)> = FAR_ROW_PROBES
+        .iter()
+        .map(|&(d, perm)| (d, perm.to_vec()))
+        .collect();
+    rule_gain(bytes, threads, &cases, |n, perm, la, lb| {
+        let plan = |prefetch| {
+            let opts = TransposeOptions {
+                threads: Some(n),
+                prefetch,
+                ..Default::default()
+            };
+            TransposePlan::new(perm, la, lb, DType::F32, &opts)
+        };
+        if !plan(None)?.far_rows_continue() {
+            return Ok(None);
+        }
+        Ok(Some([plan(Some(false))?, plan(Some(true))?]))
+    })
 }
 
 /// Solves `min Σ_i (Σ_k a_ik x_k - 1)²` (a tiny ridge term keeps it well posed) for the
@@ -475,8 +540,9 @@ fn fit_transpose(bytes: usize, threads: usize, p: &Profile) -> Result<TransposeC
 }
 
 /// Measures a full profile: copy bandwidth for every thread count, the store kind for
-/// one-line-run tiles ([`probe_line_tile_stores`]) and the nest of scattered-line tiles
-/// ([`probe_scatter_regroup`]), which this process then uses, and
+/// one-line-run tiles ([`probe_line_tile_stores`]), the nest of scattered-line tiles
+/// ([`probe_scatter_regroup`]) and the prefetch of far-apart rows
+/// ([`probe_far_row_prefetch`]), which this process then uses, and
 /// transposition factors fitted at `threads` threads on tensors of about `bytes` bytes.
 /// Takes a few seconds.
 pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
@@ -488,6 +554,8 @@ pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
     crate::transpose::set_line_tile_streaming(Some(line_tile_stream));
     let scatter_regroup = probe_scatter_regroup(bytes, &counts)?;
     crate::transpose::set_scatter_regroup(Some(scatter_regroup));
+    let far_row_prefetch = probe_far_row_prefetch(bytes, &counts)?;
+    crate::transpose::set_far_row_prefetch(Some(far_row_prefetch));
     let mut p = Profile {
         machine: machine_name(),
         created: 0,
@@ -499,6 +567,7 @@ pub fn calibrate(bytes: usize, threads: usize) -> Result<Profile> {
         gemm_concurrent: Vec::new(),
         line_tile_stream: Some(line_tile_stream),
         scatter_regroup: Some(scatter_regroup),
+        far_row_prefetch: Some(far_row_prefetch),
     };
     // Factors at one thread and at `threads` (see `Profile::transpose_at`).
     for &n in &counts {
@@ -531,6 +600,35 @@ mod tests {
             .unwrap()
             .contains(&vec![5, 4, 3, 2, 1, 0]));
         assert!(!perms.contains(&vec![0, 1, 2, 3, 4, 5]));
+    }
+
+    /// The far-row probe compares plans the rule decides: at the calibration's default size
+    /// most of its cases (scaled) still continue A rows a page or more apart, on every SIMD
+    /// level; the scalar level has no prefetch and none.
+    #[test]
+    fn far_row_probe_cases_fall_under_the_rule() {
+        let elems = (64usize << 20) / 4;
+        for isa in Isa::available() {
+            let mut under = 0;
+            for &(d, perm) in &FAR_ROW_PROBES {
+                let dims = scaled_dims(d, elems);
+                let la = Layout::row_major(&dims).unwrap();
+                let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+                let lb = Layout::row_major(&bd).unwrap();
+                let opts = TransposeOptions {
+                    threads: Some(1),
+                    isa: Some(isa),
+                    ..Default::default()
+                };
+                let p = TransposePlan::new(perm, &la, &lb, DType::F32, &opts).unwrap();
+                under += usize::from(p.far_rows_continue());
+            }
+            if isa == Isa::Scalar {
+                assert_eq!(under, 0);
+            } else {
+                assert!(under >= 4, "{}: {under} of 6", isa.name());
+            }
+        }
     }
 
     #[test]

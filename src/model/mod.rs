@@ -11,8 +11,8 @@ pub(crate) mod profile;
 mod transpose;
 
 pub use calibrate::{
-    calibrate, copy_seconds, copy_seconds_on, probe_copy, probe_line_tile_stores,
-    probe_scatter_regroup,
+    calibrate, copy_seconds, copy_seconds_on, probe_copy, probe_far_row_prefetch,
+    probe_line_tile_stores, probe_scatter_regroup,
 };
 pub use concurrency::{ConcurrentGemm, OperandSource, ShapeFactor};
 pub use gemm::{

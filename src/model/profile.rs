@@ -91,6 +91,11 @@ pub struct Profile {
     /// ([`crate::transpose::set_scatter_regroup`]); `None`: not measured (the engine's
     /// built-in default applies).
     pub scatter_regroup: Option<bool>,
+    /// Whether SIMD tiles whose continued A rows are a page or more apart run faster with the
+    /// software prefetch on this machine, as `ttgt calibrate` measured it
+    /// ([`crate::transpose::set_far_row_prefetch`]); `None`: not measured (the engine's
+    /// built-in default applies).
+    pub far_row_prefetch: Option<bool>,
 }
 
 impl Profile {
@@ -107,6 +112,7 @@ impl Profile {
             gemm_concurrent: Vec::new(),
             line_tile_stream: None,
             scatter_regroup: None,
+            far_row_prefetch: None,
         }
     }
 
@@ -164,6 +170,7 @@ impl Profile {
             "gemm_concurrent": self.gemm_concurrent.iter().map(concurrent_json).collect::<Vec<_>>(),
             "line_tile_stream": self.line_tile_stream,
             "scatter_regroup": self.scatter_regroup,
+            "far_row_prefetch": self.far_row_prefetch,
         });
         serde_json::to_string_pretty(&v).unwrap_or_default()
     }
@@ -250,6 +257,7 @@ impl Profile {
             // Absent (older profiles) or null: not measured.
             line_tile_stream: v.get("line_tile_stream").and_then(Value::as_bool),
             scatter_regroup: v.get("scatter_regroup").and_then(Value::as_bool),
+            far_row_prefetch: v.get("far_row_prefetch").and_then(Value::as_bool),
         })
     }
 
@@ -413,15 +421,16 @@ pub(crate) fn ensure_loaded() {
 }
 
 /// Sets the transposition engine's host rules from `p`: the store kind of one-line-run
-/// tiles and the nest of scattered-line tiles.
+/// tiles, the nest of scattered-line tiles and the prefetch of far-apart rows.
 fn apply_rules(p: &Profile) {
     crate::transpose::set_line_tile_streaming(p.line_tile_stream);
     crate::transpose::set_scatter_regroup(p.scatter_regroup);
+    crate::transpose::set_far_row_prefetch(p.far_row_prefetch);
 }
 
 /// Makes `p` the profile of this process (e.g. right after calibrating), with its
 /// transposition rules ([`crate::transpose::set_line_tile_streaming`],
-/// [`crate::transpose::set_scatter_regroup`]).
+/// [`crate::transpose::set_scatter_regroup`], [`crate::transpose::set_far_row_prefetch`]).
 pub fn set_profile(p: Profile) {
     apply_rules(&p);
     *current().write().unwrap_or_else(|p| p.into_inner()) = Some(p);
@@ -446,17 +455,21 @@ mod tests {
         for rule in [Some(true), Some(false), None] {
             p.line_tile_stream = rule;
             p.scatter_regroup = rule.map(|r| !r);
+            p.far_row_prefetch = rule;
             let q = Profile::from_json(&p.to_json()).unwrap();
             assert_eq!(q.line_tile_stream, rule);
             assert_eq!(q.scatter_regroup, rule.map(|r| !r));
+            assert_eq!(q.far_row_prefetch, rule);
             assert_eq!(q, p);
         }
         // profiles stored before the rules existed read as "not measured"
         let mut old: Value = serde_json::from_str(&p.to_json()).unwrap();
         old.as_object_mut().unwrap().remove("line_tile_stream");
         old.as_object_mut().unwrap().remove("scatter_regroup");
+        old.as_object_mut().unwrap().remove("far_row_prefetch");
         let r = Profile::from_json(&old.to_string()).unwrap();
         assert_eq!(r.line_tile_stream, None);
         assert_eq!(r.scatter_regroup, None);
+        assert_eq!(r.far_row_prefetch, None);
     }
 }

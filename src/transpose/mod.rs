@@ -18,8 +18,9 @@ pub use cache::{cached_plan, transpose, PLAN_CACHE_CAPACITY};
 pub use kernel::Isa;
 pub(crate) use plan::on_threads;
 pub use plan::{
-    line_tile_streaming, scatter_regroup, set_line_tile_streaming, set_scatter_regroup, KernelKind,
-    TransposeOptions, TransposePlan, Tuning, STREAM_MIN_BYTES,
+    far_row_prefetch, line_tile_streaming, scatter_regroup, set_far_row_prefetch,
+    set_line_tile_streaming, set_scatter_regroup, KernelKind, TransposeOptions, TransposePlan,
+    Tuning, PREFETCH_AHEAD_BYTES, PREFETCH_MAX_UNITS, STREAM_MIN_BYTES,
 };
 pub use problem::{Dim, Normalized};
 pub(crate) use strided::accumulate;

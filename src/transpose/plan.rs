@@ -54,11 +54,27 @@ pub struct TransposeOptions {
     /// `None`: the plan's rule ([`TransposePlan::prefetches`]); `Measure` tuning then tries
     /// both.
     pub prefetch: Option<bool>,
+    /// How far ahead the tiles' software prefetch runs, in bytes of A: the prefetch targets
+    /// the unit this many bytes of tiles later (at least the next one). `None`:
+    /// [`PREFETCH_AHEAD_BYTES`]; `Some(0)`: always the next unit.
+    pub prefetch_distance: Option<usize>,
     /// Force the regrouped loop nest of streamed scattered-line tiles, and the four-line
     /// B-side blocks of streamed one-line-row tiles, on (`Some(true)`) or off; `None`: the
     /// host's rule ([`scatter_regroup`]). See [`TransposePlan::regroups_lines`].
     pub regroup: Option<bool>,
 }
+
+/// How far ahead, in bytes of A, the tiles' software prefetch runs by default
+/// ([`TransposeOptions::prefetch_distance`]). One unit ahead was too close for small tiles:
+/// a 16x16 f32 tile reads 1 KiB, and the prefetch of the next one, issued about 150 ns
+/// before its loads, did not hide the memory's latency. With 16 KiB of tiles ahead, the 720
+/// permutations of 16^6 f32 whose B-fastest dim is A's dim 3 (16x16 tiles, A rows 1 KiB
+/// apart) ran 1.73x as fast (geomean, 1 thread, Zen 4 host); 4 and 8 KiB gave 1.57x and
+/// 1.65x. Tiles of 16 KiB and more still prefetch the next unit.
+pub const PREFETCH_AHEAD_BYTES: usize = 16 << 10;
+
+/// The most units ahead the tiles' prefetch runs (tiles of a few elements).
+pub const PREFETCH_MAX_UNITS: usize = 64;
 
 /// Outputs at least this large are written with non-temporal stores when `beta == 0`
 /// (they would not stay in cache anyway, and streaming skips reading them first).
@@ -163,6 +179,41 @@ pub fn scatter_regroup() -> bool {
     SCATTER_REGROUP.get().unwrap_or(false)
 }
 
+/// This process's prefetch rule for tiles whose A rows are far apart (on: prefetch them).
+static FAR_ROW_PREFETCH: HostRule = HostRule::unset();
+
+/// Sets whether SIMD tiles prefetch even where the innermost repeating loop continues the same
+/// A rows and those rows are a page or more apart (each row then a stream of its own that
+/// the hardware prefetchers may follow; [`TransposePlan::prefetches`]): `Some(true)`
+/// prefetches them, `Some(false)` leaves them to the hardware, `None` restores the built-in
+/// default (leave them). Hosts disagree, so the calibration measures it (`ttgt calibrate`)
+/// and loading a profile sets it. Plans made afterwards follow the new rule; plans already
+/// made keep theirs.
+///
+/// ```
+/// use ttgt::transpose::{far_row_prefetch, set_far_row_prefetch};
+/// set_far_row_prefetch(Some(true));
+/// assert!(far_row_prefetch());
+/// set_far_row_prefetch(None); // back to the built-in default
+/// assert!(!far_row_prefetch());
+/// ```
+pub fn set_far_row_prefetch(prefetch: Option<bool>) {
+    FAR_ROW_PREFETCH.set(prefetch);
+}
+
+/// Whether SIMD tiles whose continued A rows are a page or more apart prefetch by default
+/// (see [`set_far_row_prefetch`]). Without a setting: no. On the Xeon host, prefetching the
+/// next unit there cost 0.03-0.06 of copy (ttc-40, -20, -32); on the Zen 4 host, with the
+/// prefetch [`PREFETCH_AHEAD_BYTES`] ahead, the 19 TTC f32 plans it changes ran 1.19x as
+/// fast at one thread.
+///
+/// ```
+/// let _default: bool = ttgt::transpose::far_row_prefetch();
+/// ```
+pub fn far_row_prefetch() -> bool {
+    FAR_ROW_PREFETCH.get().unwrap_or(false)
+}
+
 /// Two cache lines, in bytes: the B-side block of widened and regrouped streamed tiles.
 const TWO_LINES: usize = 128;
 
@@ -263,6 +314,11 @@ pub struct TransposePlan {
     /// SIMD tiles: the forced choice of prefetching the next unit's A rows
     /// ([`TransposePlan::prefetches`]).
     prefetch: Option<bool>,
+    /// Bytes of A the prefetch runs ahead ([`TransposeOptions::prefetch_distance`]).
+    prefetch_bytes: usize,
+    /// Whether tiles with continued far-apart A rows prefetch ([`far_row_prefetch`] when
+    /// planned).
+    far_prefetch: bool,
 }
 
 /// Whether the B-side block loop is the outermost loop that repeats, with other repeating
@@ -381,6 +437,8 @@ impl TransposePlan {
             block_j: 1,
             stream_block_j: 1,
             prefetch: options.prefetch,
+            prefetch_bytes: options.prefetch_distance.unwrap_or(PREFETCH_AHEAD_BYTES),
+            far_prefetch: far_row_prefetch(),
             isa,
             threads,
             tasks: 1,
@@ -766,7 +824,10 @@ impl TransposePlan {
     /// prefetchers follow, and the extra prefetches cost a little (TTC f32, 1 thread, on an
     /// AVX-512 Xeon: ttc-40 0.64 -> 0.60 of copy, ttc-20 0.83 -> 0.80). Where the tile's rows
     /// are close together (one or two sequential streams: ttc-22's 96x96 f32 tiles that
-    /// follow each other in A) the prefetch kept more reads in flight: 0.46 -> 0.61.
+    /// follow each other in A) the prefetch kept more reads in flight: 0.46 -> 0.61. The
+    /// exception is a host rule ([`far_row_prefetch`], measured by `ttgt calibrate`): on the
+    /// Zen 4 host, with the prefetch [`PREFETCH_AHEAD_BYTES`] ahead, those tiles ran faster
+    /// prefetched too.
     ///
     /// ```
     /// use ttgt::{Layout, DType, transpose::{KernelKind, TransposePlan, TransposeOptions}};
@@ -804,7 +865,61 @@ impl TransposePlan {
             .rev()
             .find(|l| l.count > 1)
             .is_some_and(|l| l.sa == ni * i.sa);
-        !(continues && j.sa.unsigned_abs() * es as usize >= kernel::PAGE)
+        self.far_prefetch || !(continues && j.sa.unsigned_abs() * es as usize >= kernel::PAGE)
+    }
+
+    /// Whether this plan's SIMD tiles fall under the far-row exception of the prefetch rule
+    /// ([`far_row_prefetch`]) in its `beta == 0` loop nest, whatever the host rule says: the
+    /// plans that `ttgt calibrate`'s probe of that rule compares.
+    pub(crate) fn far_rows_continue(&self) -> bool {
+        let loops = match (&self.stream_loops, self.streams(true)) {
+            (Some(l), true) => l,
+            _ => &self.loops,
+        };
+        let plain = TransposePlan {
+            prefetch: None,
+            far_prefetch: false,
+            ..self.clone()
+        };
+        matches!(self.kernel, KernelKind::Tile { simd: true, .. }) && !plain.prefetches_in(loops)
+    }
+
+    /// How many units (macro-tiles) ahead the tiles' software prefetch runs under the loop
+    /// nest of a `beta == 0` execution, or `None` when the plan does not prefetch
+    /// ([`Self::prefetches`]).
+    ///
+    /// ```
+    /// use ttgt::{Layout, DType, transpose::{TransposePlan, TransposeOptions}};
+    /// // 16^6 f32 with B's fastest dim A's dim 3: 16x16 tiles of 1 KiB of A
+    /// let a = Layout::row_major(&[16; 6]).unwrap();
+    /// let p = TransposePlan::new(&[0, 1, 2, 5, 4, 3], &a, &a, DType::F32,
+    ///     &TransposeOptions::default()).unwrap();
+    /// if p.prefetches() {
+    ///     assert_eq!(p.prefetch_ahead(), Some(16)); // 16 KiB of A ahead
+    /// }
+    /// let near = TransposeOptions { prefetch_distance: Some(0), ..Default::default() };
+    /// let p = TransposePlan::new(&[0, 1, 2, 5, 4, 3], &a, &a, DType::F32, &near).unwrap();
+    /// assert!(p.prefetch_ahead().is_none_or(|k| k == 1));
+    /// ```
+    pub fn prefetch_ahead(&self) -> Option<usize> {
+        let (loops, bj) = match (&self.stream_loops, self.streams(true)) {
+            (Some(l), true) => (l, self.stream_block_j),
+            _ => (&self.loops, self.block_j),
+        };
+        self.prefetches_in(loops).then(|| self.prefetch_units(bj))
+    }
+
+    /// How many units ahead the tiles' prefetch runs with B-side blocks of `bj` columns: the
+    /// fewest whose A bytes reach the prefetch distance ([`PREFETCH_AHEAD_BYTES`]), at least
+    /// one and at most [`PREFETCH_MAX_UNITS`].
+    fn prefetch_units(&self, bj: usize) -> usize {
+        let KernelKind::Tile { i, j, .. } = self.kernel else {
+            return 1;
+        };
+        let unit = i.n.min(self.block) * j.n.min(bj) * self.dtype.size_bytes();
+        self.prefetch_bytes
+            .div_ceil(unit.max(1))
+            .clamp(1, PREFETCH_MAX_UNITS)
     }
 
     /// The macro-kernel chosen.
@@ -905,8 +1020,12 @@ impl TransposePlan {
             (None, true) => ", streaming stores when beta = 0".to_string(),
             _ => String::new(),
         };
+        let prefetch = match self.prefetch_ahead() {
+            Some(k) => format!(", prefetch {k} unit(s) ahead"),
+            None => String::new(),
+        };
         format!(
-            "{kernel}{streaming}; loops [{}]; {} thread(s), {} task(s)",
+            "{kernel}{streaming}{prefetch}; loops [{}]; {} thread(s), {} task(s)",
             show(&self.loops),
             self.threads,
             self.tasks
@@ -1240,11 +1359,13 @@ impl TransposePlan {
         let pos = |r: Role| loops.iter().position(|l| l.role == r);
         let (pi, pj, pc) = (pos(Role::BlockI), pos(Role::BlockJ), pos(Role::Chunk));
         let b = self.block;
-        // A second odometer one unit ahead, for the tiles' prefetch of the next unit's A
-        // rows (past the last unit it wraps to the first: a harmless hint).
+        // A second odometer [`Self::prefetch_units`] units ahead, for the tiles' prefetch of
+        // a later unit's A rows (past the last unit it wraps to the first: a harmless hint).
         let ahead = self.prefetches_in(loops).then(|| {
             let (mut i2, mut oa2, mut ob2) = (idx.clone(), oa, ob);
-            step(&mut i2, &mut oa2, &mut ob2);
+            for _ in 0..self.prefetch_units(bj) {
+                step(&mut i2, &mut oa2, &mut ob2);
+            }
             (i2, oa2, ob2)
         });
         let mut ahead = ahead;

@@ -196,6 +196,10 @@ pub struct TransposeArgs {
     /// Software prefetch of the next macro-tile's A rows: on, off, or auto (the plan's rule).
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub prefetch: String,
+    /// How far ahead the tiles' prefetch runs, in bytes of A (0: the next macro-tile; default:
+    /// 16384)
+    #[arg(long, value_name = "BYTES")]
+    pub prefetch_distance: Option<usize>,
     /// Regrouped loop nest for streamed tiles that would scatter single lines over B (full
     /// reversals), and four-line B blocks for streamed tiles of one-line A rows: on, off, or
     /// auto (the host's rule, measured by `ttgt calibrate`).
@@ -352,6 +356,7 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
         },
         streaming: on_off_auto("--streaming", &a.streaming)?,
         prefetch: on_off_auto("--prefetch", &a.prefetch)?,
+        prefetch_distance: a.prefetch_distance,
         regroup: on_off_auto("--regroup", &a.regroup)?,
     };
     let list = cases(a)?;

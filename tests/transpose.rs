@@ -524,6 +524,46 @@ fn one_line_tiles_take_four_line_blocks() {
     }
 }
 
+/// Streamed one-thread strips that write one line of each of many B rows per visit (a 2-D
+/// transpose of 320x320) take square macro-tiles of four micro-tiles a side under the
+/// regroup rule, not at two threads nor without the rule, and stay exact on every level,
+/// dtype and output offset.
+#[test]
+fn long_strips_take_square_tiles() {
+    let (dims, perm): (&[usize], &[usize]) = (&[320, 320], &[1, 0]);
+    let (la, lb) = row_major_pair(dims, perm);
+    for isa in Isa::available() {
+        for threads in [1, 2] {
+            let opts = TransposeOptions {
+                threads: Some(threads),
+                isa: Some(isa),
+                streaming: Some(true),
+                regroup: Some(true),
+                ..Default::default()
+            };
+            for dtype in [DType::F32, DType::F64, DType::C32, DType::C64] {
+                let plan = TransposePlan::new(perm, &la, &lb, dtype, &opts).unwrap();
+                let keep = TransposeOptions {
+                    regroup: Some(false),
+                    ..opts.clone()
+                };
+                let old = TransposePlan::new(perm, &la, &lb, dtype, &keep).unwrap();
+                let w = isa.width(dtype);
+                if isa != Isa::Scalar && threads == 1 {
+                    assert_eq!(plan.blocks(), (4 * w, 4 * w), "{}", plan.describe());
+                    assert_ne!(old.blocks(), plan.blocks(), "{}", old.describe());
+                } else {
+                    assert_eq!(plan.blocks(), old.blocks(), "{}", plan.describe());
+                }
+            }
+            misaligned_case::<f32>(dims, perm, &opts);
+            misaligned_case::<f64>(dims, perm, &opts);
+            misaligned_case::<Complex32>(dims, perm, &opts);
+            misaligned_case::<Complex64>(dims, perm, &opts);
+        }
+    }
+}
+
 /// The tiles' software prefetch runs a distance of A bytes ahead: sixteen 1 KiB tiles (16x16
 /// f32) by default, the next tile with distance 0, and at most `PREFETCH_MAX_UNITS` for a
 /// huge distance; the results are exact at every distance, on every level, dtype, thread

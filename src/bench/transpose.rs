@@ -180,6 +180,9 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
 
 /// Runs one transposition case.
 pub fn bench_transpose(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<TransposeResult> {
+    // Plans follow this machine's host rules, which loading its profile sets: load it before
+    // the first plan (the first case of a run planned under the built-in rules before).
+    crate::model::profile::ensure_loaded();
     match o.dtype {
         DType::F32 => run::<f32>(case, o),
         DType::F64 => run::<f64>(case, o),

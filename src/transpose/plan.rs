@@ -58,9 +58,10 @@ pub struct TransposeOptions {
     /// the unit this many bytes of tiles later (at least the next one). `None`:
     /// [`PREFETCH_AHEAD_BYTES`]; `Some(0)`: always the next unit.
     pub prefetch_distance: Option<usize>,
-    /// Force the regrouped loop nest of streamed scattered-line tiles, and the four-line
-    /// B-side blocks of streamed one-line-row tiles, on (`Some(true)`) or off; `None`: the
-    /// host's rule ([`scatter_regroup`]). See [`TransposePlan::regroups_lines`].
+    /// Force the regrouped loop nest of streamed scattered-line tiles, the four-line B-side
+    /// blocks of streamed one-line-row tiles and the square macro-tiles of long one-thread
+    /// strips, on (`Some(true)`) or off; `None`: the host's rule ([`scatter_regroup`]). See
+    /// [`TransposePlan::regroups_lines`].
     pub regroup: Option<bool>,
 }
 
@@ -165,8 +166,9 @@ pub fn set_scatter_regroup(regroup: Option<bool>) {
     SCATTER_REGROUP.set(regroup);
 }
 
-/// Whether streamed scattered-line tiles run the regrouped nest by default, and streamed
-/// one-line-row tiles four-line B-side blocks (see [`set_scatter_regroup`]). Without a
+/// Whether streamed scattered-line tiles run the regrouped nest by default, streamed
+/// one-line-row tiles four-line B-side blocks, and long one-thread strips square macro-tiles
+/// (see [`set_scatter_regroup`]). Without a
 /// setting: no. The two AVX-512 hosts disagree: on a
 /// Zen 4 EPYC the regrouped nest ran the TTC set's f32 reversals 1.1–2x faster at one
 /// thread (ttc-40 0.60 -> 1.15 of copy, ttc-56 0.64 -> 1.36), while on a Zen 5 host
@@ -213,6 +215,10 @@ pub fn set_far_row_prefetch(prefetch: Option<bool>) {
 pub fn far_row_prefetch() -> bool {
     FAR_ROW_PREFETCH.get().unwrap_or(false)
 }
+
+/// Fewest A-side rows (B rows written per visit) of a strip that takes square macro-tiles
+/// ([`TransposePlan::square_long_strips`]).
+const SQUARE_MIN_ROWS: usize = 256;
 
 /// Two cache lines, in bytes: the B-side block of widened and regrouped streamed tiles.
 const TWO_LINES: usize = 128;
@@ -452,6 +458,7 @@ impl TransposePlan {
         if options.block.is_none() && options.regroup.unwrap_or_else(scatter_regroup) {
             plan.regroup_scattered_lines();
             plan.widen_one_line_tiles();
+            plan.square_long_strips();
         }
         Ok(plan)
     }
@@ -700,6 +707,46 @@ impl TransposePlan {
         c.build(0.5, Some((self.block, bj)), false);
         self.stream_loops = c.stream_loops;
         self.stream_block_j = bj;
+    }
+
+    /// Gives a streamed one-thread SIMD tile whose strips write one line of each of many B rows
+    /// per visit, with only the A-side block loop inside the B-side one, square macro-tiles
+    /// of four micro-tiles a side (64x64 f32) in HPTT's order (the A-side block loop
+    /// innermost): each visit then writes four lines of 64 B rows instead of one line of
+    /// thousands. Where: at least [`SQUARE_MIN_ROWS`] A-side rows, a B-side dim of at least
+    /// 1 KiB and no longer than the A-side one. Part of the scattered-line remedies that
+    /// [`scatter_regroup`] turns on. On the Zen 4 host (TTC f32, 1 thread, alternated twice)
+    /// the four such tiles ran 1.28x as fast (ttc-1, 7248x7248: 0.80 -> 1.18 of copy; ttc-7
+    /// 0.88 -> 1.21), and seven of the 720 permutations 1.18x (1.04x drift); at two threads the
+    /// same tiles ran 0.97x, and with B rows longer than A's (ttc-3, 1216x43408; ttc-9) or
+    /// short (ttc-23, 608x96) 0.7-0.94x, so neither takes it.
+    fn square_long_strips(&mut self) {
+        let (Some(loops), KernelKind::Tile { i, j, simd: true }) =
+            (&self.stream_loops, self.kernel)
+        else {
+            return;
+        };
+        if self.regrouped || self.threads != 1 || !self.streams(true) {
+            return;
+        }
+        let Some(pj) = loops.iter().position(|l| l.role == Role::BlockJ) else {
+            return;
+        };
+        let only_i_inside = loops[pj + 1..]
+            .iter()
+            .all(|l| l.count == 1 || l.role == Role::BlockI);
+        if !only_i_inside
+            || loops[pj].count < 2
+            || i.n < SQUARE_MIN_ROWS
+            || j.n > i.n
+            || j.n * self.dtype.size_bytes() < 1024
+        {
+            return;
+        }
+        let w = self.isa.width(self.dtype);
+        let mut c = self.clone();
+        c.build(0.5, Some((4 * w, 4 * w)), true);
+        *self = c;
     }
 
     /// Whether streamed executions run the regrouped nest of a scattered-line tile

@@ -201,8 +201,9 @@ pub struct TransposeArgs {
     #[arg(long, value_name = "BYTES")]
     pub prefetch_distance: Option<usize>,
     /// Regrouped loop nest for streamed tiles that would scatter single lines over B (full
-    /// reversals), and four-line B blocks for streamed tiles of one-line A rows: on, off, or
-    /// auto (the host's rule, measured by `ttgt calibrate`).
+    /// reversals), four-line B blocks for streamed tiles of one-line A rows, and square
+    /// macro-tiles for long one-thread strips: on, off, or auto (the host's rule, measured by
+    /// `ttgt calibrate`).
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub regroup: String,
     /// B starts this many bytes past a cache-line boundary (a multiple of the element size,

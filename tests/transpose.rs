@@ -391,6 +391,25 @@ fn misaligned_case<T: Element>(dims: &[usize], perm: &[usize], opts: &TransposeO
     }
 }
 
+/// [`misaligned_case`] for all four element types.
+fn misaligned_every_dtype(dims: &[usize], perm: &[usize], opts: &TransposeOptions) {
+    misaligned_case::<f32>(dims, perm, opts);
+    misaligned_case::<f64>(dims, perm, opts);
+    misaligned_case::<Complex32>(dims, perm, opts);
+    misaligned_case::<Complex64>(dims, perm, opts);
+}
+
+/// Streamed stores and the regroup rule forced on, at a level and thread count.
+fn streamed_regrouped(isa: Isa, threads: usize) -> TransposeOptions {
+    TransposeOptions {
+        threads: Some(threads),
+        isa: Some(isa),
+        streaming: Some(true),
+        regroup: Some(true),
+        ..Default::default()
+    }
+}
+
 #[test]
 fn streamed_tiles_into_misaligned_outputs() {
     // The six after the first four have B rows of whole lines that follow each other in
@@ -426,10 +445,7 @@ fn streamed_tiles_into_misaligned_outputs() {
                     ..Default::default()
                 };
                 for (dims, perm) in shapes {
-                    misaligned_case::<f32>(dims, perm, &opts);
-                    misaligned_case::<f64>(dims, perm, &opts);
-                    misaligned_case::<Complex32>(dims, perm, &opts);
-                    misaligned_case::<Complex64>(dims, perm, &opts);
+                    misaligned_every_dtype(dims, perm, &opts);
                 }
             }
         }
@@ -459,13 +475,7 @@ fn regrouped_scattered_tiles_into_misaligned_outputs() {
     ];
     for isa in Isa::available() {
         for threads in [1, 2] {
-            let opts = TransposeOptions {
-                threads: Some(threads),
-                isa: Some(isa),
-                streaming: Some(true),
-                regroup: Some(true),
-                ..Default::default()
-            };
+            let opts = streamed_regrouped(isa, threads);
             for (dims, perm, bj) in shapes {
                 let (la, lb) = row_major_pair(dims, perm);
                 let plan = TransposePlan::new(perm, &la, &lb, DType::F32, &opts).unwrap();
@@ -480,10 +490,7 @@ fn regrouped_scattered_tiles_into_misaligned_outputs() {
                     let old = TransposePlan::new(perm, &la, &lb, DType::F32, &keep).unwrap();
                     assert!(old.scatters_lines() && !old.regroups_lines(), "{dims:?}");
                 }
-                misaligned_case::<f32>(dims, perm, &opts);
-                misaligned_case::<f64>(dims, perm, &opts);
-                misaligned_case::<Complex32>(dims, perm, &opts);
-                misaligned_case::<Complex64>(dims, perm, &opts);
+                misaligned_every_dtype(dims, perm, &opts);
             }
         }
     }
@@ -498,13 +505,7 @@ fn one_line_tiles_take_four_line_blocks() {
     let (dims, perm): (&[usize], &[usize]) = (&[5, 80, 16], &[0, 2, 1]);
     for isa in Isa::available() {
         for threads in [1, 2] {
-            let opts = TransposeOptions {
-                threads: Some(threads),
-                isa: Some(isa),
-                streaming: Some(true),
-                regroup: Some(true),
-                ..Default::default()
-            };
+            let opts = streamed_regrouped(isa, threads);
             let (la, lb) = row_major_pair(dims, perm);
             if isa == Isa::Avx512 {
                 let plan = TransposePlan::new(perm, &la, &lb, DType::F32, &opts).unwrap();
@@ -516,10 +517,7 @@ fn one_line_tiles_take_four_line_blocks() {
                 let old = TransposePlan::new(perm, &la, &lb, DType::F32, &keep).unwrap();
                 assert_eq!(old.blocks().1, 16, "{}", old.describe());
             }
-            misaligned_case::<f32>(dims, perm, &opts);
-            misaligned_case::<f64>(dims, perm, &opts);
-            misaligned_case::<Complex32>(dims, perm, &opts);
-            misaligned_case::<Complex64>(dims, perm, &opts);
+            misaligned_every_dtype(dims, perm, &opts);
         }
     }
 }
@@ -534,13 +532,7 @@ fn long_strips_take_square_tiles() {
     let (la, lb) = row_major_pair(dims, perm);
     for isa in Isa::available() {
         for threads in [1, 2] {
-            let opts = TransposeOptions {
-                threads: Some(threads),
-                isa: Some(isa),
-                streaming: Some(true),
-                regroup: Some(true),
-                ..Default::default()
-            };
+            let opts = streamed_regrouped(isa, threads);
             for dtype in [DType::F32, DType::F64, DType::C32, DType::C64] {
                 let plan = TransposePlan::new(perm, &la, &lb, dtype, &opts).unwrap();
                 let keep = TransposeOptions {
@@ -556,10 +548,7 @@ fn long_strips_take_square_tiles() {
                     assert_eq!(plan.blocks(), old.blocks(), "{}", plan.describe());
                 }
             }
-            misaligned_case::<f32>(dims, perm, &opts);
-            misaligned_case::<f64>(dims, perm, &opts);
-            misaligned_case::<Complex32>(dims, perm, &opts);
-            misaligned_case::<Complex64>(dims, perm, &opts);
+            misaligned_every_dtype(dims, perm, &opts);
         }
     }
 }
@@ -602,10 +591,7 @@ fn prefetch_distances_keep_results_exact() {
                 } else {
                     assert_eq!(plan.prefetch_ahead(), None, "{}", plan.describe());
                 }
-                misaligned_case::<f32>(dims, perm, &opts);
-                misaligned_case::<f64>(dims, perm, &opts);
-                misaligned_case::<Complex32>(dims, perm, &opts);
-                misaligned_case::<Complex64>(dims, perm, &opts);
+                misaligned_every_dtype(dims, perm, &opts);
             }
         }
     }

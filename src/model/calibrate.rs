@@ -110,13 +110,9 @@ fn training_set(elems: usize) -> Vec<Training> {
     let mut v = Vec::new();
     let ttc = crate::bench::parse_ttc(crate::bench::TTC_TSV).unwrap_or_default();
     for (k, c) in ttc.iter().enumerate().filter(|(k, _)| k % 3 == 0) {
-        let vol: usize = c.sizes.iter().product();
         let dt = if k % 2 == 0 { DType::F32 } else { DType::F64 };
         let target = if dt == DType::F64 { elems / 2 } else { elems };
-        let f = (target as f64 / vol as f64)
-            .powf(1.0 / c.sizes.len() as f64)
-            .min(1.0);
-        let dims: Vec<usize> = c.sizes.iter().map(|&d| scaled_extent(d, f)).collect();
+        let dims = scaled_dims(&c.sizes, target);
         // Tiles (B's last axis is not A's) also with extents off the line multiples (16 or
         // more reduced by 3, as benches/data/ttc_odd_extents.tsv does), for the odd-row tile
         // class.

@@ -890,45 +890,42 @@ impl TransposePlan {
     /// assert!(!p.prefetches());
     /// ```
     pub fn prefetches(&self) -> bool {
-        let loops = match (&self.stream_loops, self.streams(true)) {
-            (Some(l), true) => l,
-            _ => &self.loops,
-        };
-        self.prefetches_in(loops)
+        self.prefetches_in(self.nest(self.streams(true)).0)
     }
 
     /// [`Self::prefetches`] under the loop nest `loops`.
     fn prefetches_in(&self, loops: &[Loop]) -> bool {
-        let KernelKind::Tile { i, j, simd: true } = self.kernel else {
+        let KernelKind::Tile { simd: true, .. } = self.kernel else {
             return false;
         };
         if let Some(forced) = self.prefetch {
             return forced;
         }
-        let es = self.dtype.size_bytes() as isize;
+        self.far_prefetch || !self.continues_far_rows(loops)
+    }
+
+    /// Whether, under `loops`, the innermost repeating loop continues the tile's A rows (steps
+    /// along them by one macro-tile) and those rows are at least a page apart: the exception
+    /// of the prefetch rule that [`far_row_prefetch`] decides.
+    fn continues_far_rows(&self, loops: &[Loop]) -> bool {
+        let KernelKind::Tile { i, j, .. } = self.kernel else {
+            return false;
+        };
         let ni = i.n.min(self.block) as isize;
         let continues = loops
             .iter()
             .rev()
             .find(|l| l.count > 1)
             .is_some_and(|l| l.sa == ni * i.sa);
-        self.far_prefetch || !(continues && j.sa.unsigned_abs() * es as usize >= kernel::PAGE)
+        continues && j.sa.unsigned_abs() * self.dtype.size_bytes() >= kernel::PAGE
     }
 
     /// Whether this plan's SIMD tiles fall under the far-row exception of the prefetch rule
     /// ([`far_row_prefetch`]) in its `beta == 0` loop nest, whatever the host rule says: the
     /// plans that `ttgt calibrate`'s probe of that rule compares.
     pub(crate) fn far_rows_continue(&self) -> bool {
-        let loops = match (&self.stream_loops, self.streams(true)) {
-            (Some(l), true) => l,
-            _ => &self.loops,
-        };
-        let plain = TransposePlan {
-            prefetch: None,
-            far_prefetch: false,
-            ..self.clone()
-        };
-        matches!(self.kernel, KernelKind::Tile { simd: true, .. }) && !plain.prefetches_in(loops)
+        matches!(self.kernel, KernelKind::Tile { simd: true, .. })
+            && self.continues_far_rows(self.nest(self.streams(true)).0)
     }
 
     /// How many units (macro-tiles) ahead the tiles' software prefetch runs under the loop
@@ -949,10 +946,7 @@ impl TransposePlan {
     /// assert!(p.prefetch_ahead().is_none_or(|k| k == 1));
     /// ```
     pub fn prefetch_ahead(&self) -> Option<usize> {
-        let (loops, bj) = match (&self.stream_loops, self.streams(true)) {
-            (Some(l), true) => (l, self.stream_block_j),
-            _ => (&self.loops, self.block_j),
-        };
+        let (loops, bj) = self.nest(self.streams(true));
         self.prefetches_in(loops).then(|| self.prefetch_units(bj))
     }
 
@@ -993,14 +987,14 @@ impl TransposePlan {
     /// with `beta == 0` uses them (streamed tiles may be wider along B); `(chunk, 1)` for
     /// rows.
     pub fn blocks(&self) -> (usize, usize) {
-        (self.block, self.block_j_of(self.streams(true)))
+        (self.block, self.nest(self.streams(true)).1)
     }
 
-    /// The B-side block extent of an execution that streams its stores or not.
-    fn block_j_of(&self, stream: bool) -> usize {
+    /// The loop nest and B-side block extent of an execution that streams its stores or not.
+    fn nest(&self, stream: bool) -> (&[Loop], usize) {
         match (&self.stream_loops, stream) {
-            (Some(_), true) => self.stream_block_j,
-            _ => self.block_j,
+            (Some(l), true) => (l, self.stream_block_j),
+            _ => (&self.loops, self.block_j),
         }
     }
 
@@ -1136,11 +1130,7 @@ impl TransposePlan {
                 }
             }
         }
-        let loops: &[Loop] = match (&self.stream_loops, stream) {
-            (Some(l), true) => l,
-            _ => &self.loops,
-        };
-        let bj = self.block_j_of(stream);
+        let (loops, bj) = self.nest(stream);
         let shifted: Vec<Loop>;
         let loops = match (head, self.kernel) {
             (h, KernelKind::Tile { j, .. }) if h > 0 => {

@@ -116,11 +116,8 @@ def main():
         A = rng.uniform(-1, 1, [ext[i] for i in ta]).astype(dt)
         B = rng.uniform(-1, 1, [ext[i] for i in tb]).astype(dt)
         flops = ours[c["case"]]["seconds"] * ours[c["case"]]["gflops"] * 1e9
-        # numpy.einsum(optimize=True) may return its last GEMM's result as a permuted,
-        # non-contiguous view, leaving the move into C's order to whoever reads it; ttgt and
-        # TBLIS deliver C in row-major order. So numpy is timed both ways: as returned (the
-        # view), and with the result in row-major order (the faster of einsum into a
-        # preallocated C-ordered `out` and `ascontiguousarray` of the view).
+        # numpy timed as returned (maybe a permuted view) and with C in row-major order
+        # (see the module docstring)
         t_view = best_of(lambda: np.einsum(c["spec"], A, B, optimize=True), a.repeat)
         C = np.empty([ext[i] for i in outs], dtype=dt)
         t_np = min(
@@ -160,14 +157,14 @@ def main():
                   f"{r['ttgt_gflops'] / r['numpy_view_gflops']:.2f} | {vs_tb} |")
     n = len(rows)
     mean = lambda k: sum(r[k] for r in rows) / n
-    wins_np = sum(r["ttgt_gflops"] > r["numpy_gflops"] for r in rows)
+    wins = lambda k: sum(r["ttgt_gflops"] > r[k] for r in rows)
     summary = {"summary": True, "cases": n, "mean_ttgt_gflops": mean("ttgt_gflops"),
-               "mean_numpy_gflops": mean("numpy_gflops"), "ttgt_faster_than_numpy": wins_np,
+               "mean_numpy_gflops": mean("numpy_gflops"), "ttgt_faster_than_numpy": wins("numpy_gflops"),
                "mean_numpy_view_gflops": mean("numpy_view_gflops"),
-               "ttgt_faster_than_numpy_view": sum(r["ttgt_gflops"] > r["numpy_view_gflops"] for r in rows)}
+               "ttgt_faster_than_numpy_view": wins("numpy_view_gflops")}
     if pytblis:
         summary["mean_tblis_gflops"] = mean("tblis_gflops")
-        summary["ttgt_faster_than_tblis"] = sum(r["ttgt_gflops"] > r["tblis_gflops"] for r in rows)
+        summary["ttgt_faster_than_tblis"] = wins("tblis_gflops")
     else:
         summary["tblis"] = "pytblis not installed"
     print(json.dumps(summary) if a.json else "\n" + ", ".join(f"{k}: {v:.2f}" if isinstance(v, float) else f"{k}: {v}" for k, v in summary.items()))

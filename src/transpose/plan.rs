@@ -1406,6 +1406,43 @@ impl TransposePlan {
             (i2, oa2, ob2)
         });
         let mut ahead = ahead;
+        // Units that are one whole micro-tile each (each side of the tile is the
+        // micro-tile's width, or is cut into blocks of that width with no remainder): the
+        // micro-kernel straight from the odometer.
+        if let (KernelKind::Tile { i, j, .. }, Some(m), 0, None) = (self.kernel, micro, head, seam)
+        {
+            let w = m.w;
+            let one =
+                |n: usize, blk: usize| (n == w && blk >= w) || (blk == w && n.is_multiple_of(w));
+            let t = Tile {
+                ni: w,
+                nj: w,
+                sai: i.sa,
+                saj: j.sa,
+                sbi: i.sb,
+                sbj: j.sb,
+            };
+            let whole = (pi.is_some() && pj.is_some() && one(i.n, b) && one(j.n, bj))
+                .then(|| kernel::WholeMicro::new(&t, sc, m, stream))
+                .flatten();
+            if let Some(wm) = whole {
+                for _ in s..e {
+                    let next = ahead.as_ref().map_or(std::ptr::null(), |(_, oa2, _)| {
+                        p.a.wrapping_offset(*oa2) as *const u8
+                    });
+                    // SAFETY: unit `u` is a whole tile inside A and B (callers of
+                    // `run_range`).
+                    unsafe { wm.run(p.a.offset(oa) as *const u8, p.b.offset(ob) as *mut u8, next) };
+                    step(&mut idx, &mut oa, &mut ob);
+                    if let Some((i2, oa2, ob2)) = ahead.as_mut() {
+                        step(i2, oa2, ob2);
+                    }
+                }
+                #[cfg(test)]
+                kernel::WHOLE_MICRO_UNITS.with(|c| c.set(c.get() + (e - s)));
+                return;
+            }
+        }
         for _ in s..e {
             let (a0, b0) = (p.a.offset(oa), p.b.offset(ob));
             let next = ahead
@@ -1864,6 +1901,19 @@ mod tests {
         }
     }
 
+    /// Values for a row-major f64 A of extents `dims`, A's layout and that of a row-major B
+    /// of A's extents permuted by `perm`.
+    fn f64_operands(dims: &[usize], perm: &[usize]) -> (Vec<f64>, Layout, Layout) {
+        let n: usize = dims.iter().product();
+        let a = (0..n).map(|x| (x * 13 % 1013) as f64 - 400.0).collect();
+        let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+        (
+            a,
+            Layout::row_major(dims).unwrap(),
+            Layout::row_major(&bd).unwrap(),
+        )
+    }
+
     /// Runs `plan` (an f64 transpose of row-major `dims` by `perm`) with `alpha` and
     /// `beta = 0` into a row-major B that starts `off` elements past a cache line, inside a
     /// NaN-filled buffer, and checks every element against the plain index map and that
@@ -1922,11 +1972,7 @@ mod tests {
             }
             let line = 64usize.div_ceil(isa.width(DType::F64) * 8) * isa.width(DType::F64);
             for (dims, perm, widens) in cases {
-                let n: usize = dims.iter().product();
-                let a: Vec<f64> = (0..n).map(|x| (x * 13 % 1013) as f64 - 400.0).collect();
-                let la = Layout::row_major(dims).unwrap();
-                let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
-                let lb = Layout::row_major(&bd).unwrap();
+                let (a, la, lb) = f64_operands(dims, perm);
                 for streaming in [Some(true), Some(false)] {
                     let opts = TransposeOptions {
                         isa: Some(isa),
@@ -1945,6 +1991,64 @@ mod tests {
                     for off in [0, 2, 5] {
                         run_into_offset_b(&plan, &a, dims, perm, 1.0, off);
                     }
+                }
+            }
+        }
+    }
+
+    /// Units that are one whole micro-tile (sides of the micro-tile's width, or cut into
+    /// blocks of it) go from the odometer straight to the micro-kernel: every element is
+    /// right for each dtype, level, store kind, scalars and thread count, with the streamed
+    /// micro-kernel into a line-aligned B and the ordinary one past it, and the path is
+    /// taken.
+    #[test]
+    fn whole_micro_tile_units() {
+        fn cases<T: Element>() {
+            for isa in Isa::available() {
+                if isa == Isa::Scalar || cfg!(miri) {
+                    continue;
+                }
+                let w = isa.width(T::DTYPE);
+                // (extents, perm, forced block): a w×w tile with outer loops on both
+                // sides, and tiles of 2w and 3w cut into blocks of w.
+                let shapes: [(Vec<usize>, &[usize], Option<usize>); 2] = [
+                    (vec![w, 3, 2, w], &[3, 1, 2, 0], None),
+                    (vec![2 * w, 3, 3 * w], &[2, 1, 0], Some(w)),
+                ];
+                for (dims, perm, block) in &shapes {
+                    let before = kernel::WHOLE_MICRO_UNITS.with(|c| c.get());
+                    for threads in [1, 2] {
+                        for (al, be) in [(1.0, 0.0), (-2.0, 0.0), (0.5, 1.5)] {
+                            check::<T>(dims, perm, &DENSE, &DENSE, al, be, threads, *block);
+                        }
+                    }
+                    let after = kernel::WHOLE_MICRO_UNITS.with(|c| c.get());
+                    assert!(after > before, "{:?} {isa:?} {dims:?}: not taken", T::DTYPE);
+                }
+            }
+        }
+        cases::<f32>();
+        cases::<f64>();
+        cases::<Complex32>();
+        cases::<num_complex::Complex64>();
+        // f64 into B at each offset from a line (0: the streamed micro-kernel)
+        for isa in Isa::available() {
+            if isa == Isa::Scalar || cfg!(miri) {
+                continue;
+            }
+            let w = isa.width(DType::F64);
+            let (dims, perm) = ([w, 5, w, 2], [2, 1, 3, 0]);
+            let (a, la, lb) = f64_operands(&dims, &perm);
+            for streaming in [Some(true), Some(false)] {
+                let opts = TransposeOptions {
+                    isa: Some(isa),
+                    streaming,
+                    threads: Some(1),
+                    ..Default::default()
+                };
+                let plan = TransposePlan::new(&perm, &la, &lb, DType::F64, &opts).unwrap();
+                for off in [0, 2, 5] {
+                    run_into_offset_b(&plan, &a, &dims, &perm, -1.5, off);
                 }
             }
         }

@@ -29,6 +29,13 @@ pub struct TransposeCoeffs {
     /// later): full reversals in f32 on AVX-512, where two-line blocks would read too many
     /// A rows at once (`TransposePlan::scatters_lines`).
     pub tile_scatter: f64,
+    /// Streamed SIMD tiles in the regrouped nest of scattered-line tiles
+    /// (`TransposePlan::regroups_lines`): full reversals whose visits write runs of two lines
+    /// or whole rows of every B row of the macro-tile.
+    pub tile_regroup: f64,
+    /// Streamed SIMD tiles whose macro-tile is one contiguous block of B (whole B rows that
+    /// follow each other): the writes are runs of the whole macro-tile, not lines.
+    pub tile_contiguous_b: f64,
     /// Scalar tiles (non-unit strides, complex scalars, no SIMD).
     pub scalar: f64,
     /// Fixed cost of one execution, seconds (planning excluded).
@@ -43,6 +50,8 @@ impl Default for TransposeCoeffs {
             tile_stream: 0.7,
             tile_odd: 0.35,
             tile_scatter: 0.45,
+            tile_regroup: 0.7,
+            tile_contiguous_b: 0.7,
             scalar: 0.25,
             overhead: 2e-6,
         }
@@ -193,6 +202,9 @@ impl Profile {
                 // Profiles stored before this class existed priced such tiles as the others.
                 tile_odd: num(t, "tile_odd").or_else(|_| num(t, "tile_stream"))?,
                 tile_scatter: num(t, "tile_scatter").or_else(|_| num(t, "tile_stream"))?,
+                tile_regroup: num(t, "tile_regroup").or_else(|_| num(t, "tile_stream"))?,
+                tile_contiguous_b: num(t, "tile_contiguous_b")
+                    .or_else(|_| num(t, "tile_stream"))?,
                 scalar: num(t, "scalar")?,
                 overhead: num(t, "overhead")?,
             })
@@ -296,7 +308,8 @@ impl Profile {
 fn coeffs_json(t: &TransposeCoeffs) -> Value {
     json!({
         "rows": t.rows, "tile": t.tile, "tile_stream": t.tile_stream, "tile_odd": t.tile_odd,
-        "tile_scatter": t.tile_scatter, "scalar": t.scalar, "overhead": t.overhead,
+        "tile_scatter": t.tile_scatter, "tile_regroup": t.tile_regroup,
+        "tile_contiguous_b": t.tile_contiguous_b, "scalar": t.scalar, "overhead": t.overhead,
     })
 }
 

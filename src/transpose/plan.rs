@@ -327,6 +327,18 @@ pub struct TransposePlan {
     far_prefetch: bool,
 }
 
+/// The `ni`×`nj` tile over A's fastest dim `i` and B's fastest dim `j`.
+fn tile_of(i: Dim, j: Dim, ni: usize, nj: usize) -> Tile {
+    Tile {
+        ni,
+        nj,
+        sai: i.sa,
+        saj: j.sa,
+        sbi: i.sb,
+        sbj: j.sb,
+    }
+}
+
 /// Whether the B-side block loop is the outermost loop that repeats, with other repeating
 /// loops (besides the A-side block loop) inside it.
 fn block_loop_outermost(loops: &[Loop]) -> bool {
@@ -1406,40 +1418,49 @@ impl TransposePlan {
             (i2, oa2, ob2)
         });
         let mut ahead = ahead;
-        // Units that are one whole micro-tile each (each side of the tile is the
-        // micro-tile's width, or is cut into blocks of that width with no remainder): the
-        // micro-kernel straight from the odometer.
+        // Units that are the same small grid of whole micro-tiles each (each side of the tile
+        // is a multiple of the micro-tile's width and within one block, or is cut into
+        // equal blocks of such a multiple; `kernel::WholeMicro`): the micro-kernels straight
+        // from the odometer.
         if let (KernelKind::Tile { i, j, .. }, Some(m), 0, None) = (self.kernel, micro, head, seam)
         {
-            let w = m.w;
-            let one =
-                |n: usize, blk: usize| (n == w && blk >= w) || (blk == w && n.is_multiple_of(w));
-            let t = Tile {
-                ni: w,
-                nj: w,
-                sai: i.sa,
-                saj: j.sa,
-                sbi: i.sb,
-                sbj: j.sb,
+            // the units' extent along a side of `n` in blocks of `blk`, if all are equal
+            let even = |n: usize, blk: usize| {
+                if n <= blk {
+                    Some(n)
+                } else {
+                    n.is_multiple_of(blk).then_some(blk)
+                }
             };
-            let whole = (pi.is_some() && pj.is_some() && one(i.n, b) && one(j.n, bj))
-                .then(|| kernel::WholeMicro::new(&t, sc, m, stream))
-                .flatten();
-            if let Some(wm) = whole {
+            let whole = match (pi.is_some() && pj.is_some(), even(i.n, b), even(j.n, bj)) {
+                (true, Some(ni), Some(nj)) => {
+                    let t = tile_of(i, j, ni, nj);
+                    kernel::WholeMicro::new(&t, sc, m, stream).map(|wm| (wm, t))
+                }
+                _ => None,
+            };
+            if let Some((wm, t)) = whole {
                 for _ in s..e {
                     let next = ahead.as_ref().map_or(std::ptr::null(), |(_, oa2, _)| {
                         p.a.wrapping_offset(*oa2) as *const u8
                     });
-                    // SAFETY: unit `u` is a whole tile inside A and B (callers of
-                    // `run_range`).
-                    unsafe { wm.run(p.a.offset(oa) as *const u8, p.b.offset(ob) as *mut u8, next) };
+                    let (a0, b0) = (p.a.offset(oa), p.b.offset(ob));
+                    // SAFETY: the unit is a whole tile of shape `t` inside A and B (callers
+                    // of `run_range`).
+                    let done = unsafe { wm.run(a0 as *const u8, b0 as *mut u8, next) };
+                    #[cfg(test)]
+                    kernel::WHOLE_MICRO_UNITS.with(|c| c.set(c.get() + usize::from(done)));
+                    if !done {
+                        let sm = kernel::Seam::default();
+                        let next = next as *const T;
+                        // SAFETY: as above.
+                        unsafe { kernel::tile_simd(a0, b0, &t, sc, m, stream, &sm, next) };
+                    }
                     step(&mut idx, &mut oa, &mut ob);
                     if let Some((i2, oa2, ob2)) = ahead.as_mut() {
                         step(i2, oa2, ob2);
                     }
                 }
-                #[cfg(test)]
-                kernel::WHOLE_MICRO_UNITS.with(|c| c.set(c.get() + (e - s)));
                 return;
             }
         }
@@ -1538,14 +1559,7 @@ impl TransposePlan {
                         }
                         None => (a0, b0, 1),
                     };
-                    let t = Tile {
-                        ni,
-                        nj,
-                        sai: i.sa,
-                        saj: j.sa,
-                        sbi: i.sb,
-                        sbj: j.sb,
-                    };
+                    let t = tile_of(i, j, ni, nj);
                     let sm = match (seam, pj) {
                         (Some(sp), Some(k)) => {
                             let (jb, last) = (idx[k], loops[k].count - 1);
@@ -2011,9 +2025,10 @@ mod tests {
                 let w = isa.width(T::DTYPE);
                 // (extents, perm, forced block): a w×w tile with outer loops on both
                 // sides, and tiles of 2w and 3w cut into blocks of w.
-                let shapes: [(Vec<usize>, &[usize], Option<usize>); 2] = [
+                let shapes: [(Vec<usize>, &[usize], Option<usize>); 3] = [
                     (vec![w, 3, 2, w], &[3, 1, 2, 0], None),
                     (vec![2 * w, 3, 3 * w], &[2, 1, 0], Some(w)),
+                    (vec![2 * w, 3, 2 * w], &[2, 1, 0], Some(2 * w)),
                 ];
                 for (dims, perm, block) in &shapes {
                     let before = kernel::WHOLE_MICRO_UNITS.with(|c| c.get());
@@ -2031,6 +2046,54 @@ mod tests {
         cases::<f64>();
         cases::<Complex32>();
         cases::<num_complex::Complex64>();
+        // f64, streamed, into a line-aligned B whose rows are aligned apart but whose
+        // outer index moves them off the line: tiles two micro-tiles wide there go through
+        // `tile_simd` (which shifts its grid to stream them); nothing between B's rows is
+        // written
+        for isa in Isa::available() {
+            if isa == Isa::Scalar || cfg!(miri) {
+                continue;
+            }
+            let w = isa.width(DType::F64);
+            let (a, la, _) = f64_operands(&[2 * w, 3, w], &[2, 1, 0]);
+            let so = 2 * w + 1;
+            let si = (3 * so).div_ceil(8) * 8;
+            let lb = Layout::new(vec![w, 3, 2 * w], vec![si as isize, so as isize, 1]).unwrap();
+            let mut back = vec![f64::NAN; si * w + 8];
+            let first = (64 - back.as_ptr() as usize % 64) % 64 / 8;
+            let opts = TransposeOptions {
+                isa: Some(isa),
+                streaming: Some(true),
+                threads: Some(1),
+                block: Some(2 * w),
+                ..Default::default()
+            };
+            let plan = TransposePlan::new(&[2, 1, 0], &la, &lb, DType::F64, &opts).unwrap();
+            assert_eq!(plan.blocks(), (2 * w, 2 * w), "{}", plan.describe());
+            let before = kernel::WHOLE_MICRO_UNITS.with(|c| c.get());
+            {
+                let av = StridedView::from_slice(&a, la.clone(), 0).unwrap();
+                let len = back.len() - first;
+                let mut bv =
+                    StridedViewMut::from_slice(&mut back[first..first + len], lb.clone(), 0)
+                        .unwrap();
+                plan.execute(2.0, &av, 0.0, &mut bv).unwrap();
+            }
+            // one unit per outer index, only the first line-aligned
+            assert_eq!(kernel::WHOLE_MICRO_UNITS.with(|c| c.get()) - before, 1);
+            let mut written = 0;
+            for (k, v) in back[first..].iter().enumerate() {
+                let (x0, x1, x2) = (k / si, k % si / so, k % si % so);
+                if x1 < 3 && x2 < 2 * w && x0 < w {
+                    let want = 2.0 * a[x2 * 3 * w + x1 * w + x0];
+                    assert_eq!(*v, want, "{isa:?} B[{x0},{x1},{x2}] ({})", plan.describe());
+                    written += 1;
+                } else {
+                    assert!(v.is_nan(), "{isa:?}: offset {k} outside B written");
+                }
+            }
+            assert_eq!(written, a.len());
+        }
         // f64 into B at each offset from a line (0: the streamed micro-kernel)
         for isa in Isa::available() {
             if isa == Isa::Scalar || cfg!(miri) {

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use super::profile::{machine_name, Profile, TransposeCoeffs};
-use super::transpose::{features, Costs, CLASSES};
+use super::transpose::{unit_costs, Costs, CLASSES};
 use crate::error::Result;
 use crate::tensor::{zeroed, zeroed_aligned, DType, Element, Layout, StridedView, StridedViewMut};
 use crate::transpose::{on_threads, Isa, TransposeOptions, TransposePlan};
@@ -238,7 +238,7 @@ fn time_typed<T: Element>(
     Ok(Timed {
         seconds: best,
         copy_gbps,
-        costs: features(&plan, false, copy_gbps.max(1e-3) * 1e9),
+        costs: unit_costs(&plan, false, copy_gbps.max(1e-3) * 1e9),
     })
 }
 

@@ -47,7 +47,9 @@ impl Costs {
     }
 }
 
-fn unit_costs(plan: &TransposePlan, beta_nonzero: bool, bw: f64) -> Costs {
+/// The coefficient-free costs of `plan` at copy bandwidth `bw` (bytes per second): the
+/// model's features, which the calibration fits.
+pub(crate) fn unit_costs(plan: &TransposePlan, beta_nonzero: bool, bw: f64) -> Costs {
     let bytes = plan.bytes_moved(beta_nonzero) as f64;
     let es = plan.dtype().size_bytes() as f64;
     // Without streaming stores a write first reads its line: beta = 0 then moves 3x the
@@ -177,12 +179,6 @@ pub fn predict_transpose(plan: &TransposePlan, beta_nonzero: bool, p: &Profile) 
         + u.tile_regroup / c.tile_regroup
         + u.tile_contiguous_b / c.tile_contiguous_b
         + u.scalar / c.scalar
-}
-
-/// The coefficient-free costs of a plan at copy bandwidth `bw` (bytes per second), for
-/// fitting.
-pub(crate) fn features(plan: &TransposePlan, beta_nonzero: bool, bw: f64) -> Costs {
-    unit_costs(plan, beta_nonzero, bw)
 }
 
 /// Predicted seconds of `B = alpha * perm(A) + beta * B` for these layouts on `threads`

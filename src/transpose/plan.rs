@@ -1421,49 +1421,23 @@ impl TransposePlan {
         // Units that are the same small grid of whole micro-tiles each (each side of the tile
         // is a multiple of the micro-tile's width and within one block, or is cut into
         // equal blocks of such a multiple; `kernel::WholeMicro`): the micro-kernels straight
-        // from the odometer.
-        if let (KernelKind::Tile { i, j, .. }, Some(m), 0, None) = (self.kernel, micro, head, seam)
-        {
-            // the units' extent along a side of `n` in blocks of `blk`, if all are equal
-            let even = |n: usize, blk: usize| {
-                if n <= blk {
-                    Some(n)
-                } else {
-                    n.is_multiple_of(blk).then_some(blk)
-                }
-            };
-            let whole = match (pi.is_some() && pj.is_some(), even(i.n, b), even(j.n, bj)) {
-                (true, Some(ni), Some(nj)) => {
-                    let t = tile_of(i, j, ni, nj);
-                    kernel::WholeMicro::new(&t, sc, m, stream).map(|wm| (wm, t))
-                }
-                _ => None,
-            };
-            if let Some((wm, t)) = whole {
-                for _ in s..e {
-                    let next = ahead.as_ref().map_or(std::ptr::null(), |(_, oa2, _)| {
-                        p.a.wrapping_offset(*oa2) as *const u8
-                    });
-                    let (a0, b0) = (p.a.offset(oa), p.b.offset(ob));
-                    // SAFETY: the unit is a whole tile of shape `t` inside A and B (callers
-                    // of `run_range`).
-                    let done = unsafe { wm.run(a0 as *const u8, b0 as *mut u8, next) };
-                    #[cfg(test)]
-                    kernel::WHOLE_MICRO_UNITS.with(|c| c.set(c.get() + usize::from(done)));
-                    if !done {
-                        let sm = kernel::Seam::default();
-                        let next = next as *const T;
-                        // SAFETY: as above.
-                        unsafe { kernel::tile_simd(a0, b0, &t, sc, m, stream, &sm, next) };
+        // from the unit loop, without `tile_simd`'s set-up.
+        let whole = match (self.kernel, micro, head, seam) {
+            (KernelKind::Tile { i, j, .. }, Some(m), 0, None) if pi.is_some() && pj.is_some() => {
+                // the units' extent along a side of `n` in blocks of `blk`, if all are equal
+                let even = |n: usize, blk: usize| {
+                    if n <= blk {
+                        Some(n)
+                    } else {
+                        n.is_multiple_of(blk).then_some(blk)
                     }
-                    step(&mut idx, &mut oa, &mut ob);
-                    if let Some((i2, oa2, ob2)) = ahead.as_mut() {
-                        step(i2, oa2, ob2);
-                    }
-                }
-                return;
+                };
+                even(i.n, b).zip(even(j.n, bj)).and_then(|(ni, nj)| {
+                    kernel::WholeMicro::new(&tile_of(i, j, ni, nj), sc, m, stream)
+                })
             }
-        }
+            _ => None,
+        };
         for _ in s..e {
             let (a0, b0) = (p.a.offset(oa), p.b.offset(ob));
             let next = ahead
@@ -1533,6 +1507,16 @@ impl TransposePlan {
                             (None, _) => kernel::row(a0, b0, len, sc, copy),
                         }
                     }
+                }
+                // SAFETY (run): the unit is a whole tile of `whole`'s shape inside A and B
+                // (callers of `run_range`); `false` leaves it to `tile_simd` below.
+                KernelKind::Tile { .. }
+                    if whole.is_some_and(|wm| unsafe {
+                        wm.run(a0 as *const u8, b0 as *mut u8, next as *const u8)
+                    }) =>
+                {
+                    #[cfg(test)]
+                    kernel::WHOLE_MICRO_UNITS.with(|c| c.set(c.get() + 1));
                 }
                 KernelKind::Tile { i, j, .. } => {
                     let ni = pi.map_or(1, |k| b.min(i.n - idx[k] * b));

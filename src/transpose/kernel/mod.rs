@@ -481,6 +481,10 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     }
 }
 
+/// The most micro-tiles in a tile that [`WholeMicro`] runs (16x16 f64 on AVX-512: 2x2; 16x64
+/// f32: 1x4).
+pub(crate) const WHOLE_MICRO_MAX: usize = 4;
+
 /// A tile that is a small grid of whole `w`×`w` micro-tiles (sides multiples of `w`, at
 /// most [`WHOLE_MICRO_MAX`] micro-tiles), prepared once for a run of such tiles: what
 /// [`tile_simd`] does for it (no edges, no seams), without its per-call set-up. Rank-6
@@ -489,10 +493,6 @@ pub(crate) unsafe fn tile_simd<T: Element>(
 /// amortize the set-up: on the Zen 4 host 42 TTC cases with grids of 4 to 100s of
 /// micro-tiles ran 0.97x as fast through this loop as through [`tile_simd`]'s (1 thread,
 /// alternated twice).
-/// The most micro-tiles in a tile that [`WholeMicro`] runs (16x16 f64 on AVX-512: 2x2; 16x64
-/// f32: 1x4).
-pub(crate) const WHOLE_MICRO_MAX: usize = 4;
-
 #[derive(Clone, Copy)]
 pub(crate) struct WholeMicro {
     f: MicroFn,

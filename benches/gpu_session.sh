@@ -16,7 +16,9 @@
 # cuda`, then the benches again with the fitted model), variants (TTC f32/f64 and the 720
 # permutations in f32 for each PTX directory in $TTGT_PTX_VARIANTS, loaded through
 # TTGT_PTX_DIR, and with the binary $TTGT_BASE_BIN if set: kernel variants compared in one
-# run), schemas (the 720 permutations in f32 with each schema forced). TTGT_BENCH_SETS,
+# run), schemas (the 720 permutations in f32 with each schema forced), micro (the f32 sets
+# of $TTGT_MICRO_SETS, default TTC and the 720 permutations, with single-element moves
+# (--no-micro-blocks) and with 2x2 blocks, alternated twice in one run). TTGT_BENCH_SETS,
 # TTGT_VARIANT_SETS and TTGT_CALIBRATED_SETS choose the sets of each step (ttc_<dtype>,
 # perms6_<dtype>, tccg_<dtype>); TTGT_BENCH_ARGS adds arguments to the bench step (e.g.
 # --measure 20) and TTGT_BENCH_TAG names its output file. Output goes to $OUT (or ./gpu-out), in
@@ -116,6 +118,15 @@ fi
 if has schemas; then
   for sc in ${TTGT_SCHEMAS:-od oa fl fs}; do
     run_set schemas "perms6_f32_$sc" perms6_f32 --schema "$sc"
+  done
+fi
+
+if has micro; then
+  for round in 1 2; do
+    for set in ${TTGT_MICRO_SETS:-ttc_f32 perms6_f32}; do
+      run_set micro "${set}_single_$round" "$set" --no-micro-blocks
+      run_set micro "${set}_2x2_$round" "$set"
+    done
   done
 fi
 

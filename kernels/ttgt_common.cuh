@@ -97,6 +97,76 @@ TTGT_INLINE void store(T* p, T v, T alpha, T beta, int mode) {
     }
 }
 
+// 2x2 blocks of f32 (the micro-blocked OD and OA kernels, type name q32). The host halves
+// A's and B's fastest dims (both even) and moves blocks of 2 x 2 elements: two 8-byte loads
+// from A (the block's two rows along A's fastest dim, `da` elements apart), two 8-byte
+// stores into B (its two columns along B's fastest dim, `db` apart), so an f32 transpose
+// issues the 8-byte accesses of an f64 one. A block in registers and in shared memory is
+// {x0, x1, y0, y1}: x the first A row, y the second; B gets {x0, y0} and {x1, y1}.
+typedef float f32x2 __attribute__((vector_size(8)));
+typedef float q32 __attribute__((vector_size(16)));
+
+// The scalar type of a kernel element type: what its pointers address and alpha and beta
+// are (f32 for 2x2 blocks of f32).
+template <typename T>
+struct Param {
+    typedef T type;
+};
+template <>
+struct Param<q32> {
+    typedef float type;
+};
+
+// Stores two f32 at p (8-byte aligned) under the execution mode.
+TTGT_INLINE void store2(float* p, f32x2 v, float alpha, float beta, int mode) {
+    f32x2* q = TTGT_CHECK(reinterpret_cast<f32x2*>(p));
+    if (mode == 0) {
+        *q = v;
+    } else if (mode == 1) {
+        const f32x2 r = {alpha * v[0], alpha * v[1]};
+        *q = r;
+    } else {
+        const f32x2 o = *q;
+        const f32x2 r = {alpha * v[0] + beta * o[0], alpha * v[1] + beta * o[1]};
+        *q = r;
+    }
+}
+
+// How a kernel element moves between global memory and registers: `load` the element at
+// A offset `off`, `put` one at B offset `off` under the execution mode. `da` and `db` (the
+// meta table's M_DA and M_DB) are the second row's and second column's offsets of a 2x2
+// block; plain elements ignore them.
+template <typename T>
+struct Access {
+    typedef typename Reg<T>::type R;
+    template <typename I>
+    static TTGT_INLINE R load(const T* __restrict__ a, I off, I) {
+        return *reinterpret_cast<const R*>(TTGT_CHECK(a + off));
+    }
+    template <typename I>
+    static TTGT_INLINE void put(T* __restrict__ b, I off, I, T v, T alpha, T beta, int mode) {
+        store(b + off, v, alpha, beta, mode);
+    }
+};
+template <>
+struct Access<q32> {
+    typedef q32 R;
+    template <typename I>
+    static TTGT_INLINE q32 load(const float* __restrict__ a, I off, I da) {
+        const f32x2 x = *TTGT_CHECK(reinterpret_cast<const f32x2*>(a + off));
+        const f32x2 y = *TTGT_CHECK(reinterpret_cast<const f32x2*>(a + (off + da)));
+        const q32 v = {x[0], x[1], y[0], y[1]};
+        return v;
+    }
+    template <typename I>
+    static TTGT_INLINE void put(float* __restrict__ b, I off, I db, q32 v, float alpha, float beta,
+                                int mode) {
+        const f32x2 lo = {v[0], v[2]}, hi = {v[1], v[3]};
+        store2(b + off, lo, alpha, beta, mode);
+        store2(b + (off + db), hi, alpha, beta, mode);
+    }
+};
+
 // Layout of the meta table header (entries of the index type I).
 enum Meta {
     M_NBLK = 0,    // number of slices (work items of the grid-stride loop)
@@ -117,6 +187,9 @@ enum Meta {
     M_P6 = 15,
     M_HEADER = 16  // outer dims follow: n[R], sa[R], sb[R]
 };
+// OD and OA with 2x2 blocks: the offsets of a block's second row in A and second column in B.
+constexpr int M_DA = M_P5;
+constexpr int M_DB = M_P6;
 
 // Outer (slice-selecting) dims, rank-specialised: the decode loop is unrolled over the R
 // dims. Their extents and strides are read from the meta table at each decode (uniform
@@ -168,6 +241,8 @@ TTGT_INLINE I valid_extent(I full, I inner, I n, I b, I d) {
     TTGT_FOR_INDEX(X, S, f64, double)                                                 \
     TTGT_FOR_INDEX(X, S, c32, ttgt::c32)                                              \
     TTGT_FOR_INDEX(X, S, c64, ttgt::c64)
+// OD and OA also come for 2x2 blocks of f32 (`q32`; pointers and scalars are f32).
+#define TTGT_FOR_ALL_Q(X, S) TTGT_FOR_ALL(X, S) TTGT_FOR_INDEX(X, S, q32, ttgt::q32)
 
 // 256 threads per block, at least two blocks per SM (at most 128 registers a thread).
 // Defines the kernel entry `ttgt_<S>_<TN>_<IN>_r<R>` calling BODY<T, I, R>, and in the
@@ -175,16 +250,18 @@ TTGT_INLINE I valid_extent(I full, I inner, I n, I b, I d) {
 #ifdef TTGT_EMU
 #define TTGT_DEFINE(S, TN, T, IN, I, R)                                               \
     extern "C" __global__ void ttgt_##S##_##TN##_##IN##_r##R(                         \
-        const T* __restrict__ a, T* __restrict__ b, const I* __restrict__ meta,      \
-        T alpha, T beta, int mode) {                                                  \
+        const ttgt::Param<T>::type* __restrict__ a, ttgt::Param<T>::type* __restrict__ b, \
+        const I* __restrict__ meta, ttgt::Param<T>::type alpha,                       \
+        ttgt::Param<T>::type beta, int mode) {                                        \
         S##_body<T, I, R>(a, b, meta, alpha, beta, mode);                             \
     }                                                                                 \
     static int ttgt_emu_##S##_##TN##_##IN##_r##R(const ttgt_emu::Launch* l) {         \
-        T alpha, beta;                                                                \
-        memcpy(&alpha, l->alpha, sizeof(T));                                          \
-        memcpy(&beta, l->beta, sizeof(T));                                            \
-        const T* a = static_cast<const T*>(l->a);                                     \
-        T* b = static_cast<T*>(l->b);                                                 \
+        typedef ttgt::Param<T>::type P;                                               \
+        P alpha, beta;                                                                \
+        memcpy(&alpha, l->alpha, sizeof(P));                                          \
+        memcpy(&beta, l->beta, sizeof(P));                                            \
+        const P* a = static_cast<const P*>(l->a);                                     \
+        P* b = static_cast<P*>(l->b);                                                 \
         const I* meta = static_cast<const I*>(l->meta);                               \
         int mode = l->mode;                                                           \
         return ttgt_emu::run(l, [=]() {                                               \
@@ -197,8 +274,9 @@ TTGT_INLINE I valid_extent(I full, I inner, I n, I b, I d) {
 #else
 #define TTGT_DEFINE(S, TN, T, IN, I, R)                                               \
     extern "C" __global__ void TTGT_BOUNDS(256) ttgt_##S##_##TN##_##IN##_r##R(        \
-        const T* __restrict__ a, T* __restrict__ b, const I* __restrict__ meta,      \
-        T alpha, T beta, int mode) {                                                  \
+        const ttgt::Param<T>::type* __restrict__ a, ttgt::Param<T>::type* __restrict__ b, \
+        const I* __restrict__ meta, ttgt::Param<T>::type alpha,                       \
+        ttgt::Param<T>::type beta, int mode) {                                        \
         S##_body<T, I, R>(a, b, meta, alpha, beta, mode);                             \
     }
 #endif

@@ -60,15 +60,15 @@ TTGT_INLINE void oa_enter(OaSlice<I>& s, const Outer<I, R>& o, const I* __restri
 // indices in bi (-1: past the slice's end); advances s.r and s.c past them.
 template <typename T, typename I, int U>
 TTGT_INLINE void oa_load(typename Reg<T>::type (&v)[U], I (&bi)[U], OaSlice<I>& s,
-                         const T* __restrict__ a, const I* __restrict__ a_col,
-                         const I* __restrict__ a_row, I rs) {
+                         const typename Param<T>::type* __restrict__ a, const I* __restrict__ a_col,
+                         const I* __restrict__ a_row, I rs, I da) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
         bi[u] = -1;
         if (s.r < s.nr) {
             bi[u] = s.r * rs + s.c + (s.c >> OaSkew<T>::SH);
-            v[u] = *reinterpret_cast<const typename Reg<T>::type*>(
-                TTGT_CHECK(a + (s.oa + *TTGT_CHECK(a_row + s.r) + *TTGT_CHECK(a_col + s.c))));
+            v[u] = Access<T>::load(a, s.oa + *TTGT_CHECK(a_row + s.r) + *TTGT_CHECK(a_col + s.c),
+                                   da);
         }
         s.c += s.dc;
         s.r += s.dr;
@@ -87,14 +87,16 @@ TTGT_INLINE void oa_put(T* buf, const typename Reg<T>::type (&v)[U], const I (&b
 }
 
 template <typename T, typename I, int R>
-TTGT_INLINE void oa_body(const T* __restrict__ a, T* __restrict__ b, const I* __restrict__ meta,
-                         T alpha, T beta, int mode) {
+TTGT_INLINE void oa_body(const typename Param<T>::type* __restrict__ a,
+                         typename Param<T>::type* __restrict__ b, const I* __restrict__ meta,
+                         typename Param<T>::type alpha, typename Param<T>::type beta, int mode) {
     constexpr int U = 4;
     TTGT_EXTERN_SHARED(T, buf);
     Outer<I, R> o;
     o.load(meta);
     const I nblk = meta[M_NBLK];
     const I va = meta[M_VA], vb = meta[M_VB], rs = meta[M_P4];
+    const I da = meta[M_DA], db = meta[M_DB]; // 2x2 blocks only
     const I* __restrict__ a_col = meta + meta[M_P0];
     const I* __restrict__ a_row = meta + meta[M_P1];
     const I* __restrict__ b_elem = meta + meta[M_P2];
@@ -111,14 +113,14 @@ TTGT_INLINE void oa_body(const T* __restrict__ a, T* __restrict__ b, const I* __
                    dr_full, dc_full);
     typename Reg<T>::type v[U];
     I bi[U];
-    oa_load<T, I, U>(v, bi, cur, a, a_col, a_row, rs);
+    oa_load<T, I, U>(v, bi, cur, a, a_col, a_row, rs, da);
     bool more = true;
     while (more) {
         // The batch in registers, then the rest of the slice, batch by batch (U loads in
         // flight a thread).
         oa_put<T, I, U>(buf, v, bi);
         while (cur.r < cur.nr) {
-            oa_load<T, I, U>(v, bi, cur, a, a_col, a_row, rs);
+            oa_load<T, I, U>(v, bi, cur, a, a_col, a_row, rs, da);
             oa_put<T, I, U>(buf, v, bi);
         }
         __syncthreads();
@@ -129,7 +131,7 @@ TTGT_INLINE void oa_body(const T* __restrict__ a, T* __restrict__ b, const I* __
             oa_enter<I, R>(nxt, o, meta, next, tid, nthreads, va, r_full, c_full, dr_full,
                            dc_full);
 #if TTGT_OA_PREFETCH
-            oa_load<T, I, U>(v, bi, nxt, a, a_col, a_row, rs);
+            oa_load<T, I, U>(v, bi, nxt, a, a_col, a_row, rs, da);
 #endif
         }
         const bool full = cur.nc == va && cur.nr == vb;
@@ -155,13 +157,14 @@ TTGT_INLINE void oa_body(const T* __restrict__ a, T* __restrict__ b, const I* __
             }
 #pragma unroll
             for (int u = 0; u < U; ++u)
-                if (s[u] >= 0) store(b + (cur.ob + bo[u]), *TTGT_CHECK(&buf[s[u]]), alpha, beta, mode);
+                if (s[u] >= 0)
+                    Access<T>::put(b, cur.ob + bo[u], db, *TTGT_CHECK(&buf[s[u]]), alpha, beta, mode);
         }
         // Every thread has read the slice before the next one overwrites the buffer.
         __syncthreads();
         if (more) {
 #if !TTGT_OA_PREFETCH
-            oa_load<T, I, U>(v, bi, nxt, a, a_col, a_row, rs);
+            oa_load<T, I, U>(v, bi, nxt, a, a_col, a_row, rs, da);
 #endif
             cur = nxt;
         }
@@ -171,11 +174,11 @@ TTGT_INLINE void oa_body(const T* __restrict__ a, T* __restrict__ b, const I* __
 } // namespace ttgt
 
 using ttgt::oa_body;
-TTGT_FOR_ALL(TTGT_DEFINE, oa)
+TTGT_FOR_ALL_Q(TTGT_DEFINE, oa)
 
 #ifdef TTGT_EMU
 extern "C" int (*ttgt_emu_lookup_oa(const char* name))(const ttgt_emu::Launch*) {
-    TTGT_FOR_ALL(TTGT_LOOKUP, oa)
+    TTGT_FOR_ALL_Q(TTGT_LOOKUP, oa)
     return nullptr;
 }
 #endif

@@ -68,8 +68,9 @@ TTGT_INLINE bool od_advance(OdCursor<I>& t, const Outer<I, R>& o, const I* __res
 // Loads the entries of tile t that lie inside its slice into v: v[g][j] is column
 // c0 + 32g + tx, row r0 + ty + 8j.
 template <typename T, typename I, int C, int J>
-TTGT_INLINE void od_load(typename Reg<T>::type (&v)[C][J], const OdCursor<I>& t, const T* __restrict__ a,
-                         const I* __restrict__ a_col, const I* __restrict__ a_row, int tx, int ty) {
+TTGT_INLINE void od_load(typename Reg<T>::type (&v)[C][J], const OdCursor<I>& t,
+                         const typename Param<T>::type* __restrict__ a, const I* __restrict__ a_col,
+                         const I* __restrict__ a_row, I da, int tx, int ty) {
 #pragma unroll
     for (int g = 0; g < C; ++g) {
         const I c = t.c0 + 32 * g + tx;
@@ -78,17 +79,16 @@ TTGT_INLINE void od_load(typename Reg<T>::type (&v)[C][J], const OdCursor<I>& t,
 #pragma unroll
             for (int j = 0; j < J; ++j) {
                 const I r = t.r0 + ty + 8 * j;
-                if (r < t.nr)
-                    v[g][j] = *reinterpret_cast<const typename Reg<T>::type*>(
-                        TTGT_CHECK(a + (ac + *TTGT_CHECK(a_row + r))));
+                if (r < t.nr) v[g][j] = Access<T>::load(a, ac + *TTGT_CHECK(a_row + r), da);
             }
         }
     }
 }
 
 template <typename T, typename I, int R>
-TTGT_INLINE void od_body(const T* __restrict__ a, T* __restrict__ b, const I* __restrict__ meta,
-                         T alpha, T beta, int mode) {
+TTGT_INLINE void od_body(const typename Param<T>::type* __restrict__ a,
+                         typename Param<T>::type* __restrict__ b, const I* __restrict__ meta,
+                         typename Param<T>::type alpha, typename Param<T>::type beta, int mode) {
     constexpr int U = sizeof(T) <= 4 ? TTGT_OD_U4 : TTGT_OD_U8;
     constexpr int C = sizeof(T) <= 4 ? TTGT_OD_C4 : 1;
     constexpr int TR = 32 * U;
@@ -102,6 +102,7 @@ TTGT_INLINE void od_body(const T* __restrict__ a, T* __restrict__ b, const I* __
     const I* __restrict__ b_col = meta + meta[M_P1];
     const I* __restrict__ a_row = meta + meta[M_P2];
     const I* __restrict__ b_row = meta + meta[M_P3];
+    const I da = meta[M_DA], db = meta[M_DB]; // 2x2 blocks only
     const int tx = threadIdx.x, ty = threadIdx.y;
     if (static_cast<I>(blockIdx.x) >= nblk) return; // uniform across the block
     OdCursor<I> cur;
@@ -109,7 +110,7 @@ TTGT_INLINE void od_body(const T* __restrict__ a, T* __restrict__ b, const I* __
     // The tile being loaded (od_load).
     typename Reg<T>::type v[C][J];
     bool more = true;
-    od_load<T, I, C, J>(v, cur, a, a_col, a_row, tx, ty);
+    od_load<T, I, C, J>(v, cur, a, a_col, a_row, da, tx, ty);
     while (more) {
         // v -> shared (same guards as the loads, so no unset entry is read).
 #pragma unroll
@@ -125,7 +126,7 @@ TTGT_INLINE void od_body(const T* __restrict__ a, T* __restrict__ b, const I* __
         OdCursor<I> nxt = cur;
         more = od_advance<I, R, TC, TR>(nxt, o, meta, nblk);
 #if TTGT_OD_PREFETCH
-        if (more) od_load<T, I, C, J>(v, nxt, a, a_col, a_row, tx, ty);
+        if (more) od_load<T, I, C, J>(v, nxt, a, a_col, a_row, da, tx, ty);
 #endif
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -136,15 +137,15 @@ TTGT_INLINE void od_body(const T* __restrict__ a, T* __restrict__ b, const I* __
                 for (int j = 0; j < TC; j += 8) {
                     const I cc = cur.c0 + ty + j;
                     if (cc < cur.nc)
-                        store(b + (br + *TTGT_CHECK(b_col + cc)), tile[32 * u + tx][ty + j], alpha,
-                              beta, mode);
+                        Access<T>::put(b, br + *TTGT_CHECK(b_col + cc), db, tile[32 * u + tx][ty + j],
+                                       alpha, beta, mode);
                 }
             }
         }
         // Every thread has read the tile before the next one overwrites it.
         __syncthreads();
 #if !TTGT_OD_PREFETCH
-        if (more) od_load<T, I, C, J>(v, nxt, a, a_col, a_row, tx, ty);
+        if (more) od_load<T, I, C, J>(v, nxt, a, a_col, a_row, da, tx, ty);
 #endif
         cur = nxt;
     }
@@ -153,11 +154,11 @@ TTGT_INLINE void od_body(const T* __restrict__ a, T* __restrict__ b, const I* __
 } // namespace ttgt
 
 using ttgt::od_body;
-TTGT_FOR_ALL(TTGT_DEFINE, od)
+TTGT_FOR_ALL_Q(TTGT_DEFINE, od)
 
 #ifdef TTGT_EMU
 extern "C" int (*ttgt_emu_lookup_od(const char* name))(const ttgt_emu::Launch*) {
-    TTGT_FOR_ALL(TTGT_LOOKUP, od)
+    TTGT_FOR_ALL_Q(TTGT_LOOKUP, od)
     return nullptr;
 }
 #endif

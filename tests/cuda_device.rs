@@ -96,6 +96,46 @@ fn alpha_beta_and_ttc_shapes() {
     }
 }
 
+#[test]
+fn micro_blocked_f32_and_element_wise_agree() {
+    let Some(mut dev) = device("micro_blocked_f32_and_element_wise_agree") else {
+        return;
+    };
+    // Even fastest dims: the 2x2-block kernels (q32) where Alg. 1 keeps the schema, in the
+    // three execution modes, and the same with blocks turned off.
+    let sizes = [4, 6, 2, 8, 3, 4];
+    let a: ArrayD<f32> = data(&sizes, 5);
+    let da = dev.upload(&a).unwrap();
+    let mut blocked = 0;
+    for on in [true, false] {
+        dev.set_micro_blocks(on);
+        for (i, perm) in perms(6).into_iter().enumerate() {
+            let bshape: Vec<usize> = perm.iter().map(|&p| sizes[p]).collect();
+            let b0: ArrayD<f32> = data(&bshape, 6);
+            let (alpha, beta) = [(1.0f32, 0.0f32), (-2.0, 0.0), (0.5, 1.5)][i % 3];
+            let mut db = dev.upload(&b0).unwrap();
+            dev.permute_into(&perm, alpha, &da, beta, &mut db).unwrap();
+            let got = dev.download(&db).unwrap();
+            let want =
+                a.view().permuted_axes(IxDyn(&perm)).mapv(|x| alpha * x) + b0.mapv(|x| beta * x);
+            for (g, w) in got.iter().zip(want.iter()) {
+                assert!(
+                    (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+                    "{perm:?} blocks {on}: {g} vs {w}"
+                );
+            }
+            let la = ttgt::Layout::row_major(&sizes).unwrap();
+            let lb = ttgt::Layout::row_major(&bshape).unwrap();
+            let plan = dev
+                .transpose_plan(&perm, &la, &lb, ttgt::DType::F32, beta == 0.0)
+                .unwrap();
+            blocked += usize::from(plan.problem.micro.is_some());
+            assert!(on || plan.problem.micro.is_none());
+        }
+    }
+    assert!(blocked > 100, "{blocked} blocked plans");
+}
+
 fn contraction<T: Element>(dev: &Device, spec: &str, sa: &[usize], sb: &[usize]) {
     let a: ArrayD<T> = data(sa, 4);
     let b: ArrayD<T> = data(sb, 5);

@@ -64,17 +64,30 @@ fn run_with<T: Element>(
     beta: T,
     index64: bool,
 ) -> Result<Option<Schema>, String> {
-    let bshape = permuted_shape(a.shape(), perm);
-    let b0: ArrayD<T> = data(&bshape, 7);
-    let want = reference(perm, a, alpha, beta, &b0)?;
-    let mut got = b0.clone();
-    let va = StridedView::of(a);
-    let mut vb = StridedViewMut::of(&mut got).unwrap();
     let opts = TtlgOptions {
         schema,
         force_index64: index64,
         ..TtlgOptions::default()
     };
+    Ok(run_plan(perm, &a.view(), &opts, plain, alpha, beta)?.map(|p| p.schema))
+}
+
+/// Plans `B = alpha * perm(a) + beta * B` with `opts`, runs it under the emulator and
+/// compares with the CPU transpose; `Ok(None)` when a forced schema does not apply.
+fn run_plan<T: Element>(
+    perm: &[usize],
+    a: &ndarray::ArrayViewD<'_, T>,
+    opts: &TtlgOptions,
+    plain: bool,
+    alpha: T,
+    beta: T,
+) -> Result<Option<TtlgPlan>, String> {
+    let bshape = permuted_shape(a.shape(), perm);
+    let b0: ArrayD<T> = data(&bshape, 7);
+    let want = reference(perm, &a.to_owned(), alpha, beta, &b0)?;
+    let mut got = b0.clone();
+    let va = StridedView::of(a);
+    let mut vb = StridedViewMut::of(&mut got).unwrap();
     let plan = match TtlgPlan::new(
         perm,
         va.layout(),
@@ -82,10 +95,10 @@ fn run_with<T: Element>(
         T::DTYPE,
         plain,
         &DeviceProps::emulator(),
-        &opts,
+        opts,
     ) {
         Ok(p) => p,
-        Err(Error::Unsupported(m)) if schema.is_some() && m.contains("does not apply") => {
+        Err(Error::Unsupported(m)) if opts.schema.is_some() && m.contains("does not apply") => {
             return Ok(None)
         }
         Err(e) => return Err(format!("plan: {e}")),
@@ -105,7 +118,7 @@ fn run_with<T: Element>(
             ));
         }
     }
-    Ok(Some(plan.schema))
+    Ok(Some(plan))
 }
 
 fn all_perms(rank: usize) -> Vec<Vec<usize>> {
@@ -350,6 +363,122 @@ fn long_rows_widening_and_strided_views() {
 }
 
 #[test]
+fn micro_blocked_f32_all_720_permutations() {
+    // A's fastest dim (4) and B's fastest dim (4 or 6 for a third of the permutations) both
+    // even: those move in 2x2 blocks (q32 kernels) under OD and OA, forced and chosen, in
+    // all three execution modes; the rest keep single elements.
+    let sizes = [4, 3, 2, 6, 5, 4];
+    let a: ArrayD<f32> = data(&sizes, 11);
+    let mut kernels: BTreeMap<String, usize> = BTreeMap::new();
+    let mut failures = Vec::new();
+    for (i, perm) in all_perms(6).into_iter().enumerate() {
+        let scalars = [(1.0f32, 0.0f32), (-1.5, 0.0), (2.0, 0.5)];
+        for forced in [
+            None,
+            Some(Schema::OrthogonalDistinct),
+            Some(Schema::OrthogonalArbitrary),
+        ] {
+            let (alpha, beta) = scalars[i % 3];
+            let opts = TtlgOptions {
+                schema: forced,
+                ..TtlgOptions::default()
+            };
+            match run_plan(&perm, &a.view(), &opts, false, alpha, beta) {
+                Ok(Some(p)) => *kernels.entry(p.kernel[..12].to_string()).or_default() += 1,
+                Ok(None) => {}
+                Err(e) => failures.push(format!("{perm:?} {forced:?} ({alpha}, {beta}): {e}")),
+            }
+        }
+    }
+    eprintln!("kernels: {kernels:?}");
+    assert!(
+        failures.is_empty(),
+        "{} failures, first: {:#?}",
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    for k in [
+        "ttgt_od_q32_",
+        "ttgt_oa_q32_",
+        "ttgt_od_f32_",
+        "ttgt_oa_f32_",
+    ] {
+        assert!(
+            kernels.get(k).copied().unwrap_or(0) >= 20,
+            "{k}: {kernels:?}"
+        );
+    }
+}
+
+#[test]
+fn micro_blocks_on_views_follow_strides_and_alignment() {
+    let base: ArrayD<f32> = data(&[6, 8, 14], 12);
+    let mut runs = 0;
+    // Even strides, 8-byte aligned start: 2x2 blocks; 4-byte aligned start or an odd
+    // stride: single elements (with the alignment taken from the addresses).
+    for (view, micro) in [
+        (base.slice(ndarray::s![1..5, .., 2..10]).into_dyn(), true),
+        (base.slice(ndarray::s![1..5, .., 3..11]).into_dyn(), false),
+        (base.slice(ndarray::s![.., ..;2, 4..8]).into_dyn(), true),
+        (base.slice(ndarray::s![..;-1, 2..6, 6..12]).into_dyn(), true),
+    ] {
+        let addr = view.as_ptr() as usize;
+        for perm in all_perms(3) {
+            let bshape = permuted_shape(view.shape(), &perm);
+            let opts = TtlgOptions {
+                align: ttgt::backend::cuda::ttlg::address_align(&[addr, 0]),
+                ..TtlgOptions::default()
+            };
+            let k = run_plan(&perm, &view, &opts, false, 1.0f32, 0.0)
+                .unwrap_or_else(|e| panic!("{:?} {perm:?}: {e}", view.shape()))
+                .unwrap()
+                .kernel;
+            let fvi_differs = perm[2] != 2 && bshape[2].is_multiple_of(2) && bshape[2] >= 4;
+            assert_eq!(
+                k.contains("q32"),
+                micro && fvi_differs,
+                "{:?} {:?} {perm:?}: {k}",
+                view.shape(),
+                view.strides()
+            );
+            runs += 1;
+        }
+    }
+    assert_eq!(runs, 24);
+    // A plan made for aligned data run on data that is not: an error, not a fault.
+    let view = base.slice(ndarray::s![1..5, .., 3..11]).into_dyn();
+    let va = StridedView::of(&view);
+    let mut got = ArrayD::<f32>::zeros(IxDyn(&[8, 4, 8]));
+    let mut vb = StridedViewMut::of(&mut got).unwrap();
+    let plan = TtlgPlan::new(
+        &[1, 0, 2],
+        va.layout(),
+        vb.layout(),
+        ttgt::DType::F32,
+        false,
+        &DeviceProps::emulator(),
+        &TtlgOptions::default(),
+    )
+    .unwrap();
+    let plan2 = TtlgPlan::new(
+        &[2, 1, 0],
+        va.layout(),
+        &ttgt::Layout::row_major(&[8, 8, 4]).unwrap(),
+        ttgt::DType::F32,
+        false,
+        &DeviceProps::emulator(),
+        &TtlgOptions::default(),
+    )
+    .unwrap();
+    assert!(plan2.kernel.contains("q32"), "{}", plan2.describe());
+    let mut got2 = ArrayD::<f32>::zeros(IxDyn(&[8, 8, 4]));
+    let mut vb2 = StridedViewMut::of(&mut got2).unwrap();
+    let e = emu::transpose(&plan2, 1.0, &va, 0.0, &mut vb2).unwrap_err();
+    assert!(e.to_string().contains("8-byte aligned"), "{e}");
+    emu::transpose(&plan, 1.0, &va, 0.0, &mut vb).unwrap();
+}
+
+#[test]
 fn emulator_reports_divergent_barriers_and_out_of_bounds() {
     let mut b = vec![0f32; 4];
     let meta = [0u8; 8];
@@ -381,6 +510,10 @@ fn emulator_reports_divergent_barriers_and_out_of_bounds() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("out-of-bounds"), "{e}");
+    let e = run("emu_selftest_misaligned", &mut b)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("misaligned access of 8 bytes"), "{e}");
     let e = run("no_such_kernel", &mut b).unwrap_err().to_string();
     assert!(e.contains("no kernel named"), "{e}");
 }

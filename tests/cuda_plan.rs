@@ -127,6 +127,97 @@ fn widening_index_width_and_limits() {
 }
 
 #[test]
+fn micro_blocks_where_f32_layouts_allow() {
+    // Distinct even fastest dims of f32: 2x2 blocks (q32 kernels), A's and B's fastest dims
+    // halved, the block's second row and column in the meta table.
+    let p = plan(&[2, 1, 0], &[64, 48, 40], DType::F32, false);
+    let m = p.problem.micro.expect("2x2 blocks");
+    assert_eq!((m.da, m.db), (48 * 40, 64 * 48), "{}", p.describe());
+    assert!(p.kernel.starts_with("ttgt_od_q32_i32"), "{}", p.kernel);
+    assert_eq!(p.problem.elements, 64 * 48 * 40 / 4);
+    assert_eq!(p.problem.tensor_elements(), 64 * 48 * 40);
+    assert_eq!(p.problem.elem_bytes(), 16);
+    assert_eq!((p.meta[14], p.meta[15]), (48 * 40, 64 * 48));
+    assert!(p.describe().contains("2x2 blocks"));
+    assert_eq!(p.required_align(), 8);
+    // OA too (a batch of 16x16 transposes).
+    let p = plan(&[0, 1, 3, 2], &[64, 16, 16, 16], DType::F32, false);
+    assert!(p.kernel.starts_with("ttgt_oa_q32_"), "{}", p.describe());
+    // Not for: other types, odd or short fastest dims, a shared fastest dim, unaligned data,
+    // or when turned off.
+    for (perm, sizes, dtype) in [
+        (&[2, 1, 0][..], &[64, 48, 40][..], DType::F64),
+        (&[2, 1, 0], &[64, 48, 40], DType::C32),
+        (&[2, 1, 0], &[63, 48, 40], DType::F32),
+        (&[2, 1, 0], &[64, 48, 41], DType::F32),
+        (&[2, 1, 0], &[2, 48, 40], DType::F32),
+        (&[1, 0, 2], &[64, 48, 40], DType::F32),
+    ] {
+        let p = plan(perm, sizes, dtype, false);
+        assert!(
+            p.problem.micro.is_none(),
+            "{sizes:?} {dtype}: {}",
+            p.describe()
+        );
+        assert!(!p.kernel.contains("q32"));
+    }
+    let a = Layout::row_major(&[64, 48, 40]).unwrap();
+    let b = Layout::row_major(&[40, 48, 64]).unwrap();
+    let reverse = |a: &Layout, opts: &TtlgOptions| {
+        TtlgPlan::new(
+            &[2, 1, 0],
+            a,
+            &b,
+            DType::F32,
+            false,
+            &DeviceProps::nominal(),
+            opts,
+        )
+        .unwrap()
+    };
+    for opts in [
+        TtlgOptions {
+            align: 4,
+            ..TtlgOptions::default()
+        },
+        TtlgOptions {
+            micro_blocks: false,
+            ..TtlgOptions::default()
+        },
+    ] {
+        let p = reverse(&a, &opts);
+        assert!(p.problem.micro.is_none());
+        assert_eq!(p.required_align(), 4);
+    }
+    // Halving tips Alg. 1 from OD to OA (ttc-34: fastest dims of 48 become 24 blocks, the
+    // 32-element prefixes then overlap): the element-wise OD plan stays, and measured tuning
+    // also gets the blocked form's best candidates, second.
+    let sizes = [28, 28, 48, 28, 48];
+    let perm = [1, 3, 0, 4, 2];
+    let p = plan(&perm, &sizes, DType::F32, false);
+    assert!(p.problem.micro.is_none(), "{}", p.describe());
+    assert_eq!(p.schema, Schema::OrthogonalDistinct);
+    let la = Layout::row_major(&sizes).unwrap();
+    let bs: Vec<usize> = perm.iter().map(|&x| sizes[x]).collect();
+    let lb = Layout::row_major(&bs).unwrap();
+    let (props, o) = (DeviceProps::nominal(), TtlgOptions::default());
+    let top = TtlgPlan::ranked(&perm, &la, &lb, DType::F32, false, &props, &o, 6).unwrap();
+    let forms: Vec<bool> = top.iter().map(|p| p.problem.micro.is_some()).collect();
+    assert_eq!(forms, [false, true, false, true, false, false], "{forms:?}");
+    assert_eq!(top[0].describe(), p.describe());
+    assert_eq!(
+        TtlgPlan::ranked(&perm, &la, &lb, DType::F32, false, &props, &o, 1)
+            .unwrap()
+            .len(),
+        1
+    );
+    // An odd stride in A (a view of every other column of a 41-wide row): single elements.
+    let a = Layout::new(vec![64, 48, 40], vec![48 * 41, 41, 1]).unwrap();
+    let p = reverse(&a, &TtlgOptions::default());
+    assert!(p.problem.micro.is_none(), "{}", p.describe());
+}
+
+#[test]
 fn planning_is_fast_enough_for_single_use() {
     let cases = ttgt::bench::parse_ttc(ttgt::bench::TTC_TSV).unwrap();
     let t = std::time::Instant::now();

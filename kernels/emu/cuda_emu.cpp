@@ -76,9 +76,21 @@ void* dynamic_shared() { return me().dyn_shared.data(); }
 
 const Launch* current_launch() { return me().launch; }
 
-const void* check_range(const void* p, size_t bytes) {
+const void* check_range(const void* p, size_t bytes, size_t align) {
     Worker& w = me();
     const Launch* l = w.launch;
+    if (reinterpret_cast<uintptr_t>(p) % align != 0) {
+        // A GPU faults on a misaligned access (e.g. an 8-byte load at a 4-byte boundary).
+        char buf[200];
+        snprintf(buf, sizeof buf,
+                 "misaligned access of %zu bytes at %p (alignment %zu) by thread (%u,%u,%u) of "
+                 "block (%u,%u,%u)",
+                 bytes, p, align, w.current ? w.current->tid.x : 0,
+                 w.current ? w.current->tid.y : 0, w.current ? w.current->tid.z : 0,
+                 blockIdx_v.x, blockIdx_v.y, blockIdx_v.z);
+        fail(w, buf);
+        return w.scratch;
+    }
     if (in(p, bytes, l->a_lo, l->a_hi) || in(p, bytes, l->b_lo, l->b_hi)) return p;
     const char* m = static_cast<const char*>(l->meta);
     if (in(p, bytes, m, m + l->meta_bytes)) return p;
@@ -195,8 +207,16 @@ void selftest_out_of_bounds() {
     float* b = static_cast<float*>(ttgt_emu::current_launch()->b);
     *ttgt_emu::check(b + 1000000) = 1.0f;
 }
+void selftest_misaligned() {
+    // An 8-byte access one float past an 8-byte boundary, inside the buffer.
+    typedef float f32x2 __attribute__((vector_size(8)));
+    float* b = static_cast<float*>(ttgt_emu::current_launch()->b);
+    float* p = reinterpret_cast<uintptr_t>(b) % 8 == 0 ? b + 1 : b;
+    *ttgt_emu::check(reinterpret_cast<f32x2*>(p)) = f32x2{1.0f, 2.0f};
+}
 int run_divergent(const ttgt_emu::Launch* l) { return ttgt_emu::run(l, selftest_divergent_barrier); }
 int run_oob(const ttgt_emu::Launch* l) { return ttgt_emu::run(l, selftest_out_of_bounds); }
+int run_misaligned(const ttgt_emu::Launch* l) { return ttgt_emu::run(l, selftest_misaligned); }
 } // namespace
 extern "C" EmuEntry ttgt_emu_lookup_od(const char* name);
 extern "C" EmuEntry ttgt_emu_lookup_oa(const char* name);
@@ -209,6 +229,7 @@ extern "C" int ttgt_emu_launch(const char* name, const ttgt_emu::Launch* l) {
     EmuEntry e = nullptr;
     if (strcmp(name, "emu_selftest_divergent_barrier") == 0) e = run_divergent;
     if (strcmp(name, "emu_selftest_out_of_bounds") == 0) e = run_oob;
+    if (strcmp(name, "emu_selftest_misaligned") == 0) e = run_misaligned;
     if (!e) e = ttgt_emu_lookup_od(name);
     if (!e) e = ttgt_emu_lookup_oa(name);
     if (!e) e = ttgt_emu_lookup_fl(name);

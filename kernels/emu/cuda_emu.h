@@ -44,11 +44,12 @@ extern thread_local dim3 threadIdx_v, blockIdx_v, blockDim_v, gridDim_v;
 void syncthreads(int line);
 void* dynamic_shared();
 const Launch* current_launch();
-const void* check_range(const void* p, size_t bytes);
+const void* check_range(const void* p, size_t bytes, size_t align);
 
+// The access *p, checked: inside the launch's buffers and aligned to P's alignment.
 template <typename P>
 inline P* check(P* p) {
-    return (P*)check_range((const void*)p, sizeof(P));
+    return (P*)check_range((const void*)p, sizeof(P), alignof(P));
 }
 
 typedef void (*Trampoline)(void*);

@@ -175,6 +175,7 @@ impl<'d> TransposeBench<'d> {
                 let opts = TtlgOptions {
                     schema: Some(s),
                     model: Some(dev.model().clone()),
+                    micro_blocks: dev.micro_blocks(),
                     ..TtlgOptions::default()
                 };
                 TtlgPlan::new(&case.perm, &la, &lb, T::DTYPE, plain, dev.props(), &opts)?
@@ -381,21 +382,30 @@ pub fn calibrate(dev: &Device, mib: usize) -> Result<GpuModel> {
         let a = dev.upload(&ArrayD::<f32>::zeros(IxDyn(&sizes)))?;
         let bshape: Vec<usize> = case.perm.iter().map(|&p| sizes[p]).collect();
         let mut b = dev.zeros::<f32>(&bshape)?;
+        // Every applicable schema, with 2x2 blocks of f32 where they apply and without (so
+        // that both element sizes the kernels move are in the fit).
         for schema in Schema::ALL {
-            let opts = TtlgOptions {
-                schema: Some(schema),
-                model: Some(model.clone()),
-                ..TtlgOptions::default()
-            };
-            let la = Layout::row_major(&sizes)?;
-            let lb = Layout::row_major(&bshape)?;
-            let Ok(plan) = TtlgPlan::new(&case.perm, &la, &lb, DType::F32, false, &props, &opts)
-            else {
-                continue;
-            };
-            let p = dev.prepare(&plan)?;
-            let t = best(dev, 3, || dev.run_prepared(&p, 1.0f32, &a, 0.0, &mut b))?;
-            samples.push((plan.features.clone(), t));
+            for micro_blocks in [true, false] {
+                let opts = TtlgOptions {
+                    schema: Some(schema),
+                    model: Some(model.clone()),
+                    micro_blocks,
+                    ..TtlgOptions::default()
+                };
+                let la = Layout::row_major(&sizes)?;
+                let lb = Layout::row_major(&bshape)?;
+                let Ok(plan) =
+                    TtlgPlan::new(&case.perm, &la, &lb, DType::F32, false, &props, &opts)
+                else {
+                    break;
+                };
+                let p = dev.prepare(&plan)?;
+                let t = best(dev, 3, || dev.run_prepared(&p, 1.0f32, &a, 0.0, &mut b))?;
+                samples.push((plan.features.clone(), t));
+                if plan.problem.micro.is_none() {
+                    break; // the same plan without
+                }
+            }
         }
     }
     for schema in Schema::ALL {

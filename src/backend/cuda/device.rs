@@ -279,6 +279,7 @@ pub struct Device {
     props: DeviceProps,
     model: GpuModel,
     tuning: GpuTuning,
+    micro_blocks: bool,
     modules: Mutex<HashMap<Schema, Arc<CudaModule>>>,
     functions: Mutex<HashMap<String, CudaFunction>>,
     pool: Mutex<HashMap<usize, Vec<CudaSlice<u8>>>>,
@@ -351,6 +352,7 @@ impl Device {
             props,
             model,
             tuning: GpuTuning::Estimate,
+            micro_blocks: true,
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
             pool: Mutex::new(HashMap::new()),
@@ -409,6 +411,31 @@ impl Device {
     /// ```
     pub fn set_tuning(&mut self, tuning: GpuTuning) {
         self.tuning = tuning;
+        self.clear_plan_cache();
+    }
+
+    /// Whether f32 transpositions move 2x2 blocks where the layouts allow
+    /// ([`TtlgOptions::micro_blocks`]; on by default).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// assert!(ttgt::backend::cuda::device::Device::new(0).unwrap().micro_blocks());
+    /// # }
+    /// ```
+    pub fn micro_blocks(&self) -> bool {
+        self.micro_blocks
+    }
+
+    /// Turns 2x2 blocks of f32 on or off (for comparisons) and drops cached plans.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// let mut dev = ttgt::backend::cuda::device::Device::new(0).unwrap();
+    /// dev.set_micro_blocks(false);
+    /// # }
+    /// ```
+    pub fn set_micro_blocks(&mut self, on: bool) {
+        self.micro_blocks = on;
         self.clear_plan_cache();
     }
 
@@ -642,6 +669,7 @@ impl Device {
         }
         let opts = TtlgOptions {
             model: Some(self.model.clone()),
+            micro_blocks: self.micro_blocks,
             ..TtlgOptions::default()
         };
         let cached = match self.tuning {
@@ -1288,7 +1316,7 @@ impl Device {
         let plan = &p.0.plan;
         // Device tensors are dense and row-major, so a plan made for a dense layout of the
         // same number of elements addresses only elements inside them.
-        let n = plan.problem.elements * plan.problem.widen;
+        let n = plan.problem.tensor_elements();
         if plan.dtype != T::DTYPE || n != a.len() || n != b.len() {
             return Err(Error::Gpu(format!(
                 "a plan for {n} elements of {} run on tensors of {} and {} elements of {}",

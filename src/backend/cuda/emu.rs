@@ -154,6 +154,13 @@ pub fn transpose<T: Element>(
     if plan.is_empty() {
         return Ok(());
     }
+    let need = plan.required_align();
+    if !(a.as_ptr() as usize).is_multiple_of(need) || !(b.as_ptr() as usize).is_multiple_of(need) {
+        return Err(Error::Unsupported(format!(
+            "the plan moves {need}-byte aligned elements; the data addresses are not {need}-byte \
+             aligned (plan with TtlgOptions::align set from them)"
+        )));
+    }
     let meta = plan.meta_bytes();
     let ar = range(a.as_ptr(), a.layout());
     let br = range(b.as_ptr(), b.layout());

@@ -71,23 +71,32 @@ pub fn source_file(schema: Schema) -> &'static str {
     }
 }
 
-/// Every kernel name with its element type, in the order the sources instantiate them.
+/// Every kernel name with the scalar type of its parameters, in the order the sources
+/// instantiate them: four schemas in four types, and OD and OA for 2x2 blocks of f32
+/// (`q32`, f32 parameters).
 ///
 /// ```
 /// let all = ttgt::backend::cuda::kernels::all_kernels();
-/// assert_eq!(all.len(), 4 * 4 * 2 * 3);
+/// assert_eq!(all.len(), 4 * 4 * 2 * 3 + 2 * 2 * 3);
 /// assert!(all.iter().any(|(n, _)| n == "ttgt_od_c64_i64_r8"));
+/// assert!(all.iter().any(|(n, d)| n == "ttgt_oa_q32_i32_r4" && *d == ttgt::DType::F32));
 /// ```
 pub fn all_kernels() -> Vec<(String, DType)> {
     let mut v = Vec::new();
     for s in Schema::ALL {
-        for d in [DType::F32, DType::F64, DType::C32, DType::C64] {
+        let mut types = vec![
+            ("f32", DType::F32),
+            ("f64", DType::F64),
+            ("c32", DType::C32),
+            ("c64", DType::C64),
+        ];
+        if matches!(s, Schema::OrthogonalDistinct | Schema::OrthogonalArbitrary) {
+            types.push(("q32", DType::F32));
+        }
+        for (tn, d) in types {
             for i in ["i32", "i64"] {
                 for r in [2, 4, 8] {
-                    v.push((
-                        format!("ttgt_{}_{}_{}_r{}", s.short_name(), d.name(), i, r),
-                        d,
-                    ));
+                    v.push((format!("ttgt_{}_{}_{}_r{}", s.short_name(), tn, i, r), d));
                 }
             }
         }

@@ -190,6 +190,9 @@ pub struct TransposeArgs {
     /// choice; cases it does not apply to are skipped.
     #[arg(long, value_name = "SCHEMA")]
     pub schema: Option<String>,
+    /// With --backend cuda: move f32 in single elements, not 2x2 blocks (for comparisons).
+    #[arg(long)]
+    pub no_micro_blocks: bool,
     /// Non-temporal stores for beta = 0: on, off, or auto (the plan's rule).
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub streaming: String,
@@ -326,11 +329,17 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
             a.beta,
             a.schema.as_deref(),
             a.measure,
+            !a.no_micro_blocks,
             a.json,
         );
     }
     if a.schema.is_some() {
         return Err(CliError::new("--schema applies to --backend cuda only"));
+    }
+    if a.no_micro_blocks {
+        return Err(CliError::new(
+            "--no-micro-blocks applies to --backend cuda only",
+        ));
     }
     let threads = a.threads.unwrap_or_else(rayon::current_num_threads);
     if threads == 0 {

@@ -87,8 +87,9 @@ fn device() -> CliResult<ttgt::backend::cuda::device::Device> {
 }
 
 /// `ttgt bench transpose --backend cuda`; `schema` forces a TTLG schema (cases where it
-/// does not apply are skipped); `measure` (milliseconds) turns on measured tuning.
-#[allow(unused_variables)]
+/// does not apply are skipped); `measure` (milliseconds) turns on measured tuning;
+/// `micro_blocks` off moves f32 in single elements.
+#[allow(unused_variables, clippy::too_many_arguments)]
 pub fn bench_transpose(
     cases: &[ttgt::bench::TransposeCase],
     dtype: ttgt::DType,
@@ -96,6 +97,7 @@ pub fn bench_transpose(
     beta: f64,
     schema: Option<&str>,
     measure: Option<u64>,
+    micro_blocks: bool,
     as_json: bool,
 ) -> CliResult<()> {
     #[cfg(not(feature = "cuda"))]
@@ -112,6 +114,7 @@ pub fn bench_transpose(
                 budget: std::time::Duration::from_millis(ms),
             });
         }
+        dev.set_micro_blocks(micro_blocks);
         let mut tb = ttgt::backend::cuda::bench::TransposeBench::new(&dev);
         let mut ratios = Vec::new();
         let mut skipped = 0usize;
@@ -136,6 +139,7 @@ pub fn bench_transpose(
         let s = serde_json::json!({"summary": true, "backend": "cuda", "device": dev.props().name,
                        "cases": ratios.len(), "skipped": skipped,
                        "schema": schema.map(|s| s.short_name()), "measure_ms": measure,
+                       "micro_blocks": micro_blocks,
                        "mean_ratio": mean, "min_ratio": min});
         say(&if as_json {
             s.to_string()

@@ -24,7 +24,7 @@ mod slice;
 
 pub use model::{fit_least_squares, fit_nonnegative, Features, GpuModel, REFERENCE_BANDWIDTH};
 pub use plan::{TtlgOptions, TtlgPlan, MAX_OUTER_DIMS};
-pub use problem::GpuProblem;
+pub use problem::{GpuProblem, MicroBlock};
 pub use slice::Slice;
 
 use crate::tensor::DType;
@@ -197,6 +197,25 @@ impl DeviceProps {
             copy_bandwidth: 900e9,
         }
     }
+}
+
+/// The largest power of two, at most 16, dividing every address in `addrs`: the
+/// [`TtlgOptions::align`] of data at those addresses.
+///
+/// ```
+/// use ttgt::backend::cuda::ttlg::address_align;
+/// assert_eq!(address_align(&[0x1000, 0x2008]), 8);
+/// assert_eq!(address_align(&[0x1004]), 4);
+/// assert_eq!(address_align(&[]), 16);
+/// ```
+pub fn address_align(addrs: &[usize]) -> usize {
+    let mut align = 16usize;
+    for &a in addrs {
+        while align > 1 && !a.is_multiple_of(align) {
+            align /= 2;
+        }
+    }
+    align
 }
 
 /// Kernel element type for a byte width (plain copies of widened elements).

@@ -531,7 +531,7 @@ fn od_cycles(x: usize, y: usize) -> f64 {
 
 /// Features of a candidate slice (`nblk` slices in all).
 pub(crate) fn features(p: &GpuProblem, s: &Slice, nblk: usize) -> Features {
-    let size = p.kernel_dtype.size_bytes();
+    let size = p.elem_bytes();
     let vol8 = (p.elements * size) as f64 / 8.0;
     let bytes = (2 * p.elements * size) as f64;
     let rest = |sa: (usize, usize, usize), sb: (usize, usize, usize)| {

@@ -15,6 +15,9 @@ const M_BA: usize = 4;
 const M_VB: usize = 5;
 const M_NB: usize = 7;
 const M_P0: usize = 9;
+/// OD and OA with 2x2 blocks: A offset of a block's second row, B offset of its second column.
+const M_DA: usize = 14;
+const M_DB: usize = 15;
 
 /// One outer dim: extent and strides in A and B.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,7 +141,7 @@ pub(crate) fn build_meta(p: &GpuProblem, s: &Slice, outer: &[OuterDim], rank: us
             } else {
                 // Elements of the slice in B's order: their B offsets and buffer indices.
                 let va = a_col.len();
-                let size = p.kernel_dtype.size_bytes();
+                let size = p.elem_bytes();
                 let rs = oa_row_stride(va, size);
                 let mut all: Vec<(usize, usize, bool)> = s
                     .input
@@ -194,6 +197,10 @@ pub(crate) fn build_meta(p: &GpuProblem, s: &Slice, outer: &[OuterDim], rank: us
                 push(&mut m, 3, &sm_elem);
                 m[M_P0 + 4] = rs as i64;
             }
+            if let Some(mb) = p.micro {
+                m[M_DA] = mb.da as i64;
+                m[M_DB] = mb.db as i64;
+            }
         }
         Schema::FviMatchLarge => {
             let f = p.dims[p.fvi_in()];
@@ -201,7 +208,7 @@ pub(crate) fn build_meta(p: &GpuProblem, s: &Slice, outer: &[OuterDim], rank: us
             m[M_INNER_A] = 1;
             m[M_NA] = f.n as i64;
             m[M_BA] = s.chunk as i64;
-            m[M_VB] = fl_group_rows(f.n, s.chunk, p.kernel_dtype.size_bytes()) as i64;
+            m[M_VB] = fl_group_rows(f.n, s.chunk, p.elem_bytes()) as i64;
             m[M_P0] = f.sa as i64;
             m[M_P0 + 1] = f.sb as i64;
         }

@@ -25,6 +25,9 @@ const RANKS: [usize; 3] = [2, 4, 8];
 /// Threads per block of every kernel.
 const THREADS: u32 = 256;
 
+/// A ranked candidate: prediction, slice, outer dims, features.
+type Scored = (f64, Slice, Vec<OuterDim>, Features);
+
 /// Planning options.
 ///
 /// ```
@@ -43,6 +46,10 @@ pub struct TtlgOptions {
     pub align: usize,
     /// Use 64-bit index arithmetic even when 32 bits would do (tests of the i64 kernels).
     pub force_index64: bool,
+    /// Move f32 transpositions whose fastest dims differ in 2x2 blocks where the layouts
+    /// allow it ([`GpuProblem::micro_blocked`]); `false` keeps one-element moves (for
+    /// comparisons: `ttgt bench transpose --backend cuda --no-micro-blocks`).
+    pub micro_blocks: bool,
 }
 
 impl Default for TtlgOptions {
@@ -52,6 +59,7 @@ impl Default for TtlgOptions {
             model: None,
             align: 16,
             force_index64: false,
+            micro_blocks: true,
         }
     }
 }
@@ -80,7 +88,8 @@ pub struct TtlgPlan {
     pub problem: GpuProblem,
     /// Element type of the tensors.
     pub dtype: DType,
-    /// Kernel name (`ttgt_<schema>_<type>_<index>_r<rank>`), as in the PTX.
+    /// Kernel name (`ttgt_<schema>_<type>_<index>_r<rank>`, type `q32` for 2x2 blocks of
+    /// f32), as in the PTX.
     pub kernel: String,
     /// 64-bit index arithmetic (else 32-bit).
     pub index64: bool,
@@ -183,18 +192,30 @@ impl TtlgPlan {
             .ok_or_else(|| Error::Gpu("the GPU planner ranked no candidate".into()))
     }
 
-    /// The `k` candidates the model ranks fastest (at least one), fastest first; the first is
-    /// [`TtlgPlan::new`]'s plan. For measured tuning: the device times these and keeps the
-    /// fastest (TTLG's model ranks; a measurement settles what it cannot tell apart).
+    /// The `k` best candidates (at least one); the first is [`TtlgPlan::new`]'s plan. For
+    /// measured tuning: the device times these and keeps the fastest (TTLG's model ranks; a
+    /// measurement settles what it cannot tell apart).
+    ///
+    /// Where an f32 transposition can move in 2x2 blocks ([`GpuProblem::micro_blocked`])
+    /// there are two forms of the problem. The blocked form is preferred when TTLG's Alg. 1
+    /// gives it the schema of the element-wise form (halved fastest dims can tip it from OD
+    /// to OA, and the paper's model, fitted on one element width, cannot weigh element
+    /// widths); the other form is kept otherwise. Each form's candidates are ranked by the
+    /// model; the list holds the preferred form's best first and then alternates, giving the
+    /// other form up to a third of the places (at least one when `k >= 2`), so that measured
+    /// tuning also times the other form.
     ///
     /// ```
     /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
     /// let a = ttgt::Layout::row_major(&[48, 28, 28, 28, 48]).unwrap();
     /// let b = ttgt::Layout::row_major(&[48, 28, 28, 28, 48]).unwrap();
     /// let (props, o) = (DeviceProps::nominal(), TtlgOptions::default());
-    /// let top = TtlgPlan::ranked(&[4, 3, 2, 1, 0], &a, &b, ttgt::DType::F32, false, &props, &o, 4).unwrap();
+    /// let top = TtlgPlan::ranked(&[4, 3, 2, 1, 0], &a, &b, ttgt::DType::F64, false, &props, &o, 4).unwrap();
     /// assert!(top.len() > 1 && top.len() <= 4);
     /// assert!(top.windows(2).all(|w| w[0].predicted_seconds <= w[1].predicted_seconds));
+    /// // f32: the 2x2-block form first, the element-wise form second.
+    /// let top = TtlgPlan::ranked(&[4, 3, 2, 1, 0], &a, &b, ttgt::DType::F32, false, &props, &o, 4).unwrap();
+    /// assert!(top[0].problem.micro.is_some() && top[1].problem.micro.is_none());
     /// ```
     #[allow(clippy::too_many_arguments)]
     pub fn ranked(
@@ -207,45 +228,48 @@ impl TtlgPlan {
         opts: &TtlgOptions,
         k: usize,
     ) -> Result<Vec<Self>> {
-        let problem = GpuProblem::new(perm, a, b, dtype, plain, opts.align)?;
+        let base = GpuProblem::new(perm, a, b, dtype, plain, opts.align)?;
         let model = opts
             .model
             .clone()
             .unwrap_or_else(|| GpuModel::for_device(props));
-        let schemas = match opts.schema {
+        let schemas_of = |p: &GpuProblem| match opts.schema {
             Some(s) => vec![s],
-            None => schemas_for(&problem),
+            None => schemas_for(p),
         };
-        type Scored = (f64, Slice, Vec<OuterDim>, Features);
-        let mut all: Vec<Scored> = Vec::new();
-        let rank = |schema: Schema, all: &mut Vec<Scored>| {
-            for s in candidates(&problem, schema, props) {
-                let outer = outer_dims(&problem, &s);
-                if outer.len() > MAX_OUTER_DIMS {
-                    continue;
-                }
-                let f = features(&problem, &s, num_slices(&outer));
-                let t = model.predict(&f);
-                all.push((t, s, outer, f));
-            }
+        let micro = if opts.micro_blocks {
+            Some(base.clone().micro_blocked(opts.align)).filter(|m| m.micro.is_some())
+        } else {
+            None
         };
-        for &schema in &schemas {
-            rank(schema, &mut all);
+        let (first, second) = match micro {
+            Some(m) if schemas_of(&m) == schemas_of(&base) => (m, Some(base)),
+            Some(m) => (base, Some(m)),
+            None => (base, None),
+        };
+        let mut lists = vec![Self::scored(
+            &first,
+            &schemas_of(&first),
+            opts,
+            props,
+            &model,
+        )];
+        if let Some(p) = &second {
+            lists.push(Self::scored(p, &schemas_of(p), opts, props, &model));
         }
-        if all.is_empty()
-            && opts.schema.is_none()
-            && !schemas.contains(&Schema::OrthogonalArbitrary)
-        {
-            // Fallback when no slice of the chosen schema fits the outer-rank limit.
-            rank(Schema::OrthogonalArbitrary, &mut all);
+        let mut problems = vec![first];
+        problems.extend(second);
+        if lists[0].is_empty() && lists.len() == 2 {
+            lists.swap(0, 1);
+            problems.swap(0, 1);
         }
-        if all.is_empty() {
+        if lists[0].is_empty() {
             return Err(Error::Unsupported(match opts.schema {
                 Some(s) => format!(
                     "the {s} schema does not apply to transpose {perm:?} of {:?} \
                      (fused dims {:?})",
                     a.dims(),
-                    problem.dims.iter().map(|d| d.n).collect::<Vec<_>>()
+                    problems[0].dims.iter().map(|d| d.n).collect::<Vec<_>>()
                 ),
                 None => format!(
                     "GPU transpose {perm:?} of {:?}: more than {MAX_OUTER_DIMS} dims remain \
@@ -254,13 +278,34 @@ impl TtlgPlan {
                 ),
             }));
         }
-        // Stable: among equal predictions the first enumerated wins, as before.
-        all.sort_by(|x, y| x.0.total_cmp(&y.0));
-        all.truncate(k.max(1));
-        all.into_iter()
-            .map(|(t, slice, outer, f)| {
+        let k = k.max(1);
+        let other =
+            lists
+                .get(1)
+                .map_or(0, |l| l.len())
+                .min(if k >= 2 { (k / 3).max(1) } else { 0 });
+        let mut picked: Vec<(usize, Scored)> = Vec::with_capacity(k);
+        lists.resize_with(2, Vec::new);
+        let mut it = lists.into_iter().map(|l| l.into_iter()).collect::<Vec<_>>();
+        while picked.len() < k {
+            let before = picked.len();
+            if let Some(x) = it[0].next() {
+                picked.push((0, x));
+            }
+            if picked.len() < k && picked.iter().filter(|(w, _)| *w == 1).count() < other {
+                if let Some(x) = it[1].next() {
+                    picked.push((1, x));
+                }
+            }
+            if picked.len() == before {
+                break;
+            }
+        }
+        picked
+            .into_iter()
+            .map(|(w, (t, slice, outer, f))| {
                 Self::build(
-                    problem.clone(),
+                    problems[w].clone(),
                     dtype,
                     plain,
                     props,
@@ -272,6 +317,41 @@ impl TtlgPlan {
                 )
             })
             .collect()
+    }
+
+    /// The candidates of `problem` under `schemas`, model-ranked (fastest first; stable, so
+    /// among equal predictions the first enumerated wins). Orthogonal-Arbitrary is the
+    /// fallback when no slice of Alg. 1's schema fits the outer-rank limit.
+    fn scored(
+        problem: &GpuProblem,
+        schemas: &[Schema],
+        opts: &TtlgOptions,
+        props: &DeviceProps,
+        model: &GpuModel,
+    ) -> Vec<Scored> {
+        let mut all: Vec<Scored> = Vec::new();
+        let rank = |schema: Schema, all: &mut Vec<Scored>| {
+            for s in candidates(problem, schema, props) {
+                let outer = outer_dims(problem, &s);
+                if outer.len() > MAX_OUTER_DIMS {
+                    continue;
+                }
+                let f = features(problem, &s, num_slices(&outer));
+                let t = model.predict(&f);
+                all.push((t, s, outer, f));
+            }
+        };
+        for &schema in schemas {
+            rank(schema, &mut all);
+        }
+        if all.is_empty()
+            && opts.schema.is_none()
+            && !schemas.contains(&Schema::OrthogonalArbitrary)
+        {
+            rank(Schema::OrthogonalArbitrary, &mut all);
+        }
+        all.sort_by(|x, y| x.0.total_cmp(&y.0));
+        all
     }
 
     /// The plan of one ranked candidate: meta table, kernel, launch configuration.
@@ -295,7 +375,7 @@ impl TtlgPlan {
         let meta = build_meta(&problem, &slice, &outer, outer_rank);
         let nslices = num_slices(&outer);
         let schema = slice.schema;
-        let size = problem.kernel_dtype.size_bytes();
+        let size = problem.elem_bytes();
         let (block, shared_bytes, grid_units) = match schema {
             Schema::OrthogonalDistinct => ([WS as u32, THREADS / WS as u32, 1], 0, nslices),
             Schema::OrthogonalArbitrary => {
@@ -325,7 +405,7 @@ impl TtlgPlan {
         let kernel = format!(
             "ttgt_{}_{}_{}_r{}",
             schema.short_name(),
-            problem.kernel_dtype.name(),
+            problem.kernel_type_name(),
             if index64 { "i64" } else { "i32" },
             outer_rank
         );
@@ -346,6 +426,24 @@ impl TtlgPlan {
             plain: plain && problem.widen > 1,
             problem,
         })
+    }
+
+    /// Bytes both data addresses must be a multiple of: the kernel element's size when
+    /// widened, 8 for 2x2 blocks of f32 (their 8-byte rows and columns), else the tensors'
+    /// element size.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+    /// let (a, b) = (ttgt::Layout::row_major(&[64, 96]).unwrap(), ttgt::Layout::row_major(&[96, 64]).unwrap());
+    /// let p = TtlgPlan::new(&[1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
+    /// assert_eq!(p.required_align(), 8); // 2x2 blocks
+    /// ```
+    pub fn required_align(&self) -> usize {
+        if self.problem.micro.is_some() {
+            8
+        } else {
+            self.problem.kernel_dtype.size_bytes()
+        }
     }
 
     /// Whether there is nothing to launch (an empty tensor).
@@ -415,7 +513,7 @@ impl TtlgPlan {
             }
         };
         format!(
-            "{} ({}): fused dims {:?}, input slice {}, output slice {}, {} slices, grid {}x{}, block {}x{}, shared {} B, widen {}, predicted {:.3e} s",
+            "{} ({}): fused dims {:?}, input slice {}, output slice {}, {} slices, grid {}x{}, block {}x{}, shared {} B, widen {}{}, predicted {:.3e} s",
             self.schema,
             self.kernel,
             p.dims.iter().map(|d| d.n).collect::<Vec<_>>(),
@@ -428,6 +526,7 @@ impl TtlgPlan {
             self.block[1],
             self.shared_bytes,
             p.widen,
+            if p.micro.is_some() { ", 2x2 blocks" } else { "" },
             self.predicted_seconds
         )
     }

@@ -1,6 +1,7 @@
 //! The transposition as the GPU kernels see it: normalized dims (size-1 removal and fusion,
 //! from the CPU engine's [`Normalized`]), optionally widened to a larger element
-//! (OneFlow's movement size), and the dim orders of A and B (fastest first).
+//! (OneFlow's movement size) or cut into 2x2 blocks of f32, and the dim orders of A and B
+//! (fastest first).
 
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Layout};
@@ -23,7 +24,8 @@ use super::dtype_of_width;
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GpuProblem {
-    /// Dims in B's order (outermost first), strides in kernel elements.
+    /// Dims in B's order (outermost first), strides in the units the kernels' pointers
+    /// address: wide elements when widened, else tensor elements (2x2 blocks included).
     pub dims: Vec<Dim>,
     /// Indices into `dims` by increasing |stride in A| (A's fastest first).
     pub in_order: Vec<usize>,
@@ -35,6 +37,31 @@ pub struct GpuProblem {
     pub widen: usize,
     /// Kernel elements moved.
     pub elements: usize,
+    /// Set when the kernel moves 2x2 blocks of f32 ([`GpuProblem::micro_blocked`]).
+    pub micro: Option<MicroBlock>,
+}
+
+/// The 2x2 blocks of an f32 transposition whose fastest dims differ: A's fastest dim and
+/// B's fastest dim are halved, and each kernel element is 2 x 2 tensor elements, read from A
+/// as two 8-byte rows and written to B as two 8-byte columns (kernel type `q32`). Offsets in
+/// tensor elements.
+///
+/// ```
+/// use ttgt::backend::cuda::ttlg::GpuProblem;
+/// use ttgt::{DType, Layout};
+/// let a = Layout::row_major(&[6, 8]).unwrap();
+/// let b = Layout::row_major(&[8, 6]).unwrap();
+/// let p = GpuProblem::new(&[1, 0], &a, &b, DType::F32, false, 16).unwrap().micro_blocked(16);
+/// let m = p.micro.unwrap();
+/// assert_eq!((m.da, m.db), (8, 6)); // A's next row; B's next row
+/// assert_eq!(p.elements, 12);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MicroBlock {
+    /// Offset in A of a block's second row (the second index of B's fastest dim).
+    pub da: isize,
+    /// Offset in B of a block's second column (the second index of A's fastest dim).
+    pub db: isize,
 }
 
 impl GpuProblem {
@@ -91,6 +118,116 @@ impl GpuProblem {
             kernel_dtype: dtype,
             widen,
             elements,
+            micro: None,
+        }
+    }
+
+    /// The same f32 transposition moved in 2x2 blocks ([`MicroBlock`]) when A's and B's
+    /// fastest dims differ, both have unit stride and an even extent of at least 4, every
+    /// other stride of A and of B is even and `align` (bytes dividing both data addresses)
+    /// is at least 8; `self` otherwise. Every block's two rows and two columns are then
+    /// 8-byte aligned pairs, so the kernels move f32 with the 8-byte accesses of an f64
+    /// transposition.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::GpuProblem;
+    /// use ttgt::{DType, Layout};
+    /// let a = Layout::row_major(&[16, 16, 16]).unwrap();
+    /// let b = Layout::row_major(&[16, 16, 16]).unwrap();
+    /// let p = GpuProblem::new(&[0, 2, 1], &a, &b, DType::F32, false, 16).unwrap();
+    /// assert!(p.clone().micro_blocked(16).micro.is_some());
+    /// assert!(p.clone().micro_blocked(4).micro.is_none()); // data only 4-byte aligned
+    /// ```
+    pub fn micro_blocked(self, align: usize) -> Self {
+        if self.kernel_dtype != DType::F32
+            || self.widen != 1
+            || self.micro.is_some()
+            || self.elements == 0
+            || align < 8
+            || self.fvi_match()
+        {
+            return self;
+        }
+        let (p, q) = (self.fvi_in(), self.fvi_out());
+        let (dp, dq) = (self.dims[p], self.dims[q]);
+        let ok = dp.sa == 1
+            && dq.sb == 1
+            && dp.n.is_multiple_of(2)
+            && dq.n.is_multiple_of(2)
+            && dp.n >= 4
+            && dq.n >= 4
+            && self
+                .dims
+                .iter()
+                .enumerate()
+                .all(|(i, d)| (i == p || d.sa % 2 == 0) && (i == q || d.sb % 2 == 0));
+        if !ok {
+            return self;
+        }
+        let micro = MicroBlock {
+            da: dq.sa,
+            db: dp.sb,
+        };
+        let dims: Vec<Dim> = self
+            .dims
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| {
+                if i == p || i == q {
+                    // Halved; strides still in tensor elements (A's unit dim steps by 2).
+                    Dim {
+                        n: d.n / 2,
+                        sa: 2 * d.sa,
+                        sb: 2 * d.sb,
+                    }
+                } else {
+                    d
+                }
+            })
+            .collect();
+        let mut out = GpuProblem::from_dims(dims, DType::F32, 1);
+        out.micro = Some(micro);
+        out
+    }
+
+    /// Bytes of one kernel element (16 for 2x2 blocks of f32).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::GpuProblem;
+    /// let (a, b) = (ttgt::Layout::row_major(&[8, 8]).unwrap(), ttgt::Layout::row_major(&[8, 8]).unwrap());
+    /// let p = GpuProblem::new(&[1, 0], &a, &b, ttgt::DType::F32, false, 16).unwrap();
+    /// assert_eq!(p.elem_bytes(), 4);
+    /// assert_eq!(p.micro_blocked(16).elem_bytes(), 16);
+    /// ```
+    pub fn elem_bytes(&self) -> usize {
+        self.kernel_dtype.size_bytes() * if self.micro.is_some() { 4 } else { 1 }
+    }
+
+    /// Tensor elements moved.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::GpuProblem;
+    /// let (a, b) = (ttgt::Layout::row_major(&[8, 8]).unwrap(), ttgt::Layout::row_major(&[8, 8]).unwrap());
+    /// let p = GpuProblem::new(&[1, 0], &a, &b, ttgt::DType::F32, false, 16).unwrap();
+    /// assert_eq!(p.micro_blocked(16).tensor_elements(), 64);
+    /// ```
+    pub fn tensor_elements(&self) -> usize {
+        self.elements * self.widen * if self.micro.is_some() { 4 } else { 1 }
+    }
+
+    /// The kernels' element type name (`f32`, ..., or `q32` for 2x2 blocks of f32).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::GpuProblem;
+    /// let (a, b) = (ttgt::Layout::row_major(&[8, 8]).unwrap(), ttgt::Layout::row_major(&[8, 8]).unwrap());
+    /// let p = GpuProblem::new(&[1, 0], &a, &b, ttgt::DType::F32, false, 16).unwrap();
+    /// assert_eq!(p.micro_blocked(16).kernel_type_name(), "q32");
+    /// ```
+    pub fn kernel_type_name(&self) -> &'static str {
+        if self.micro.is_some() {
+            "q32"
+        } else {
+            self.kernel_dtype.name()
         }
     }
 
@@ -185,7 +322,7 @@ impl GpuProblem {
         self.fvi_in() == self.fvi_out()
     }
 
-    /// Largest |offset| reachable in A and in B (kernel elements).
+    /// Largest |offset| reachable in A and in B (in the kernels' pointer units, as `dims`).
     ///
     /// ```
     /// use ttgt::backend::cuda::ttlg::GpuProblem;
@@ -200,6 +337,11 @@ impl GpuProblem {
             let n = d.n.saturating_sub(1) as u64;
             sa = sa.saturating_add(n.saturating_mul(d.sa.unsigned_abs() as u64));
             sb = sb.saturating_add(n.saturating_mul(d.sb.unsigned_abs() as u64));
+        }
+        if let Some(m) = self.micro {
+            // A block's second row and column, and the second element of each pair.
+            sa = sa.saturating_add(m.da.unsigned_abs() as u64 + 1);
+            sb = sb.saturating_add(m.db.unsigned_abs() as u64 + 1);
         }
         (sa, sb)
     }

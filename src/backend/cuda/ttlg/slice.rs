@@ -253,7 +253,7 @@ fn unique<T: PartialEq>(it: impl Iterator<Item = T>) -> Vec<T> {
 /// B's order counts column dims too (they belong to the contiguous output run) and stops
 /// after a blocked column dim. Slices must fit in shared memory.
 pub(crate) fn oa_candidates(p: &GpuProblem, max_shared: usize) -> Vec<Slice> {
-    let size = p.kernel_dtype.size_bytes();
+    let size = p.elem_bytes();
     let cap = max_shared / size;
     let mut out = Vec::new();
     for is in unique_runs(
@@ -353,7 +353,7 @@ pub(crate) fn fs_candidates(p: &GpuProblem, max_shared: usize) -> Vec<Slice> {
         return Vec::new();
     }
     let n0 = p.dims[p.fvi_in()].n;
-    let size = p.kernel_dtype.size_bytes();
+    let size = p.elem_bytes();
     let nmax = p.dims[i1].n.max(p.dims[o1].n);
     let mut out = Vec::new();
     for b in 1..=WS.min(nmax) {

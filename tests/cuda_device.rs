@@ -153,25 +153,35 @@ fn contraction<T: Element>(dev: &Device, spec: &str, sa: &[usize], sb: &[usize])
     }
 }
 
+/// `C = 2 * einsum(spec, A, B) - 0.5 * C` on the device against the CPU reference (f64).
+fn contraction_alpha_beta(dev: &Device, spec: &str, sa: &[usize], sb: &[usize]) {
+    let a: ArrayD<f64> = data(sa, 4);
+    let b: ArrayD<f64> = data(sb, 5);
+    let r = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+    let c0: ArrayD<f64> = data(r.shape(), 6);
+    let want = r.mapv(|x| 2.0 * x) + c0.mapv(|x| -0.5 * x);
+    let (da, db) = (dev.upload(&a).unwrap(), dev.upload(&b).unwrap());
+    let mut dc = dev.upload(&c0).unwrap();
+    dev.contract_into(spec, 2.0, &da, &db, -0.5, &mut dc)
+        .unwrap();
+    let got = dev.download(&dc).unwrap();
+    for (g, w) in got.iter().zip(want.iter()) {
+        assert!(
+            (g - w).abs() <= 1e-9 * (1.0 + w.abs()),
+            "{spec}: {g} vs {w}"
+        );
+    }
+}
+
 #[test]
 fn direct_contraction_with_alpha_beta() {
     let Some(dev) = device("direct_contraction_with_alpha_beta") else {
         return;
     };
-    let (sa, sb) = ([6usize, 5, 7], [5usize, 4]);
-    let a: ArrayD<f64> = data(&sa, 4);
-    let b: ArrayD<f64> = data(&sb, 5);
-    let r = ttgt::reference::einsum("bda,dc->abc", &[a.view(), b.view()]).unwrap();
-    let c0: ArrayD<f64> = data(r.shape(), 6);
-    let want = r.mapv(|x| 2.0 * x) + c0.mapv(|x| -0.5 * x);
-    let (da, db) = (dev.upload(&a).unwrap(), dev.upload(&b).unwrap());
-    let mut dc = dev.upload(&c0).unwrap();
-    dev.contract_into("bda,dc->abc", 2.0, &da, &db, -0.5, &mut dc)
-        .unwrap();
-    let got = dev.download(&dc).unwrap();
-    for (g, w) in got.iter().zip(want.iter()) {
-        assert!((g - w).abs() <= 1e-9 * (1.0 + w.abs()), "{g} vs {w}");
-    }
+    // A direct call (no transposes).
+    contraction_alpha_beta(&dev, "bda,dc->abc", &[6, 5, 7], &[5, 4]);
+    // A partial plan (the result packed, then transposed into C with beta).
+    contraction_alpha_beta(&dev, "adb,cd->cba", &[64, 48, 40], &[8, 48]);
 }
 
 #[test]
@@ -192,6 +202,11 @@ fn contractions_all_dtypes() {
         ("adc,db->abc", &[3, 5, 4], &[5, 6]),
         ("ec,abed->abcd", &[5, 4], &[2, 3, 5, 6]),
         ("bda,dc->abc", &[6, 1, 7], &[1, 4]),
+        // Partial packing: A and B in place, only the result transposed (tccg-1's shape);
+        // A packed, B and C in place.
+        ("adb,cd->cba", &[6, 5, 7], &[3, 5]),
+        ("adb,cd->cba", &[64, 48, 40], &[8, 48]),
+        ("dca,bd->abc", &[4, 5, 6], &[7, 4]),
     ] {
         contraction::<f32>(&dev, spec, sa, sb);
         contraction::<f64>(&dev, spec, sa, sb);

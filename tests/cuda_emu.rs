@@ -556,8 +556,10 @@ fn emulated_contraction<T: Element>(spec: &str, sa: &[usize], sb: &[usize], alph
 
 #[test]
 fn ttgt_contractions_emulated_with_cpu_gemm() {
-    let cases: [(&str, &[usize], &[usize]); 7] = [
+    let cases: [(&str, &[usize], &[usize]); 8] = [
         ("ij,jk->ik", &[9, 7], &[7, 5]),
+        // Partial packing: the GEMM per a on A and B in place, the result transposed.
+        ("adb,cd->cba", &[12, 10, 24], &[4, 10]),
         ("ij,kj->ki", &[9, 7], &[5, 7]),
         ("abcd,dbef->acef", &[4, 5, 6, 7], &[7, 5, 3, 2]),
         ("bij,bjk->bik", &[3, 8, 5], &[3, 5, 4]),
@@ -665,6 +667,7 @@ fn tccg_small() -> Vec<(String, Vec<usize>, Vec<usize>)> {
 fn direct_gemm_plans_emulated_against_the_reference() {
     use ttgt::backend::cuda::contract::GpuContractionPlan;
     let mut direct = 0;
+    let mut partial = std::collections::BTreeSet::new();
     let cases = tccg_small();
     assert_eq!(cases.len(), 48);
     for (i, (spec, sa, sb)) in cases.iter().enumerate() {
@@ -678,6 +681,11 @@ fn direct_gemm_plans_emulated_against_the_reference() {
         )
         .unwrap();
         direct += usize::from(p.is_direct());
+        if !p.is_direct() && p.blas != ttgt::backend::cuda::contract::BlasCall::packed(&p.gemm) {
+            // Some operands in place, the others packed: one call on the mix.
+            let packed = [p.pack_a.is_some(), p.pack_b.is_some(), p.unpack_c.is_some()];
+            partial.insert(packed);
+        }
         emulated_contraction::<f64>(spec, sa, sb, 0.5, 2.0);
         if i % 4 == 0 {
             emulated_contraction::<f32>(spec, sa, sb, 1.0, 0.0);
@@ -701,6 +709,9 @@ fn direct_gemm_plans_emulated_against_the_reference() {
     }
     // tccg-2, 9-12 and 15-18 (tests/cuda_plan.rs lists them); the others keep TTGT.
     assert_eq!(direct, 9, "TCCG cases planned as one direct call");
+    // Partial packing: every mix of packed and in-place operands ran (but all three packed,
+    // which is TTGT's packed call).
+    assert_eq!(partial.len(), 6, "{partial:?}");
     // Degenerate extents: unit M, N or K groups, unit loops, and the batch index.
     let odd: [(&str, &[usize], &[usize]); 8] = [
         ("bda,dc->abc", &[6, 1, 7], &[1, 4]),

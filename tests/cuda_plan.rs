@@ -428,3 +428,62 @@ fn tccg_cases_whose_operands_all_read_in_place_run_one_direct_call() {
         (312, 0, 24 * 312)
     );
 }
+
+#[test]
+fn partial_packing_moves_the_small_operand_and_keeps_large_gemms_whole() {
+    let tccg = ttgt::bench::parse_tccg(ttgt::bench::TCCG_TSV).unwrap();
+    let plan_of = |id: usize| {
+        let case = &tccg[id - 1];
+        let ext = case.extents(DType::F32, 1.0);
+        let (ins, _) = case.spec.split_once("->").unwrap();
+        let (ta, tb) = ins.split_once(',').unwrap();
+        let sh = |t: &str| -> Vec<usize> { t.chars().map(|c| ext[&c]).collect() };
+        GpuContractionPlan::new(
+            &case.spec,
+            &sh(ta),
+            &sh(tb),
+            DType::F32,
+            true,
+            &DeviceProps::nominal(),
+        )
+        .unwrap()
+    };
+    // tccg-1 (adb,cd->cba; A 226 MB, C 14 MB): C's unit-stride index a is a batch loop of
+    // any call on A in place, so the GEMM runs per a on A and B in place into a packed
+    // workspace, and only that (small) result is transposed into C.
+    let p = plan_of(1);
+    assert!(p.pack_a.is_none() && p.pack_b.is_none(), "{}", p.describe());
+    assert!(p.unpack_c.is_some() && !p.is_direct());
+    assert_eq!((p.blas.batch, p.blas.k), (384, 384), "{}", p.describe());
+    assert_eq!(p.workspace_elements(), [0, 0, 24 * 384 * 384]);
+    assert!(p.describe().contains("A: in place"));
+    // The ccsd cases (GEMMs of 8064^2 x 7056 and up) keep one whole GEMM: splitting M into
+    // 84 products of 96 rows would waste more GEMM time than the transposes it saves.
+    for id in 20..=30 {
+        let p = plan_of(id);
+        assert_eq!(p.blas.batch, 1, "tccg-{id}: {}", p.describe());
+        assert_eq!(p.blas.m * p.blas.n, p.gemm.m * p.gemm.n, "tccg-{id}");
+    }
+    // The model behind that choice: full tiles cost the same however the products are cut;
+    // thin products cost more.
+    let props = DeviceProps::nominal();
+    let g =
+        |batch, m, n, k| {
+            ttgt::backend::cuda::contract::BlasCall::packed(
+                &ttgt::backend::cuda::contract::GemmShape { batch, m, n, k },
+            )
+            .predicted_seconds(DType::F64, &props)
+        };
+    let whole = g(1, 8192, 8192, 8192);
+    assert!((g(64, 128, 8192, 8192) / whole - 1.0).abs() < 1e-9);
+    assert!(g(128, 64, 8192, 8192) > 0.99 * whole);
+    assert!(g(256, 32, 8192, 8192) > 1.9 * whole);
+    // Memory-bound calls: bytes at the copy rate.
+    let t = g(1, 1 << 20, 8, 8);
+    // A (2^20 x 8) and C (2^20 x 8) stream once, B (8 x 8) is read once.
+    let bytes = 8.0 * (2.0 * (1u64 << 20) as f64 * 8.0 + 64.0);
+    assert!(
+        (t / (bytes / props.copy_bandwidth) - 1.0).abs() < 1e-9,
+        "{t}"
+    );
+}

@@ -1,11 +1,16 @@
 //! TTGT on the GPU: a two-operand contraction becomes (optional) TTLG transposes of A and B
 //! into packed `batch x M x K` and `batch x K x N` buffers, one strided-batched GEMM into a
 //! packed `batch x M x N` result, and (optional) a TTLG transpose of that result into C with
-//! beta. The order of the indices inside each group (C's, A's or B's) is chosen by the TTLG
-//! model: the combination with the least predicted transpose time. Where every operand can be
-//! read in place as a strided batch of matrices (each index group fused to one stride, one
-//! unit stride per matrix, free indices that do not fuse taken as batch loops), the plan is a
-//! single strided-batched GEMM on the operands themselves and moves no data ([`BlasCall`]).
+//! beta. Where every operand can be read in place as a strided batch of matrices (each index
+//! group fused to one stride, one unit stride per matrix, free indices that do not fuse taken
+//! as batch loops), the plan is a single strided-batched GEMM on the operands themselves and
+//! moves no data ([`BlasCall`]). Otherwise each operand is packed or left in place: every
+//! combination that one strided-batched call can cover is a candidate (e.g. tccg-1: the GEMM
+//! runs per batch loop on A and B in place, and only the small result is transposed into C,
+//! not the 226 MB A), with the order of the indices inside each group (C's, A's or B's) as
+//! TTGT's freedom; the least predicted time wins: the TTLG model's transposes plus the call's
+//! roofline ([`BlasCall::predicted_seconds`], which charges thin products for their partly
+//! filled tiles, so a large GEMM is not cut into thin ones to save a small transpose).
 //! The plan is cudarc-free: the device layer runs it with cuBLAS, the emulator with a CPU
 //! stand-in for the GEMM of the same semantics, from the same [`GpuContractionPlan`].
 
@@ -14,6 +19,17 @@ use crate::error::{Error, Result};
 use crate::tensor::{DType, Element, Layout};
 
 use super::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
+
+/// GEMM rate per byte/s of copy bandwidth for f32 and c32 ([`BlasCall::predicted_seconds`]):
+/// cuBLAS sgemm ran at 48.5-49.4 TFLOP/s on an H200 whose copies moved 4.0-4.2 TB/s
+/// (`docs/bench/gpu_h200_s19_run2_bench_default.jsonl.gz`, TCCG 12 and 20-30).
+pub const GEMM_FLOPS_PER_BYTE: f64 = 12.0;
+
+/// The same for f64 and c64: dgemm ran at 62.5-63.4 TFLOP/s on that H200.
+pub const GEMM_FLOPS_PER_BYTE_F64: f64 = 15.0;
+
+/// Output tile side the GEMM time model assumes.
+const GEMM_TILE: usize = 64;
 
 /// The batched GEMM of a contraction: `batch` products of `(m x k) * (k x n)`, all packed
 /// row-major.
@@ -149,6 +165,49 @@ impl BlasCall {
             span(yr, yc, self.ld_second, self.stride_second),
             span(self.m, self.n, self.ld_c, self.stride_c),
         ]
+    }
+
+    /// Predicted seconds of the call on a device with `props` (a roofline; no GPU GEMM is
+    /// calibrated): the larger of its flops at the device's GEMM rate, scaled by how much of
+    /// 64x64 output tiles each product fills (cuBLAS-style tiling: a 24-wide product wastes
+    /// 5/8 of its tiles; many small products pay for it), and its bytes (operands read once
+    /// per product, or once for a batch stride of 0; C written) at the copy bandwidth. The
+    /// GEMM rate is the copy bandwidth times [`GEMM_FLOPS_PER_BYTE`] (f32 / c32) or
+    /// [`GEMM_FLOPS_PER_BYTE_F64`] (f64 / c64), the ratios cuBLAS reached on an H200.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::{contract::{BlasCall, GemmShape}, ttlg::DeviceProps};
+    /// let props = DeviceProps::nominal();
+    /// let one = BlasCall::packed(&GemmShape { batch: 1, m: 8192, n: 8192, k: 8192 });
+    /// let split = BlasCall::packed(&GemmShape { batch: 128, m: 64, n: 8192, k: 8192 });
+    /// let (t1, t2) = (one.predicted_seconds(ttgt::DType::F32, &props),
+    ///                 split.predicted_seconds(ttgt::DType::F32, &props));
+    /// assert!(t1 > 0.0 && (t2 / t1 - 1.0).abs() < 1e-9); // full tiles either way
+    /// let thin = BlasCall::packed(&GemmShape { batch: 256, m: 32, n: 8192, k: 8192 });
+    /// assert!(thin.predicted_seconds(ttgt::DType::F32, &props) > 1.9 * t1);
+    /// ```
+    pub fn predicted_seconds(&self, dtype: DType, props: &DeviceProps) -> f64 {
+        if self.batch == 0 || self.m == 0 || self.n == 0 {
+            return 0.0;
+        }
+        let complex = matches!(dtype, DType::C32 | DType::C64);
+        let rate = props.copy_bandwidth
+            * match dtype {
+                DType::F64 | DType::C64 => GEMM_FLOPS_PER_BYTE_F64,
+                _ => GEMM_FLOPS_PER_BYTE,
+            };
+        let (b, m, n, k) = (
+            self.batch as f64,
+            self.m as f64,
+            self.n as f64,
+            self.k as f64,
+        );
+        let flops = 2.0 * b * m * n * k * if complex { 4.0 } else { 1.0 };
+        let fill = |x: usize| x as f64 / (x.div_ceil(GEMM_TILE) * GEMM_TILE) as f64;
+        let per = |stride: usize| if stride == 0 { 1.0 } else { b };
+        let elems = m * k * per(self.stride_first) + k * n * per(self.stride_second) + b * m * n;
+        let bytes = elems * dtype.size_bytes() as f64;
+        (flops / (rate * fill(self.m) * fill(self.n))).max(bytes / props.copy_bandwidth)
     }
 
     /// One line: shape, operand order and flags, leading dimensions, batch strides.
@@ -334,11 +393,13 @@ fn blas_call(l: Fused, m: Fused, n: Fused, k: Fused) -> Option<BlasCall> {
 ///
 /// ```
 /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
-/// // C's unit-stride index c would have to be a batch loop of a direct call: TTGT.
-/// let p = GpuContractionPlan::new("dca,bd->abc", &[4, 5, 6], &[7, 4], ttgt::DType::F32, true,
+/// // C's unit-stride index a would be a batch loop of any call reading A in place: the
+/// // call writes a packed result, which is transposed into C.
+/// let p = GpuContractionPlan::new("adb,cd->cba", &[6, 5, 7], &[3, 5], ttgt::DType::F32, true,
 ///                                 &DeviceProps::nominal()).unwrap();
 /// let c = p.unpack_c.as_ref().unwrap();
-/// assert_eq!(c.shape, vec![6, 7, 5]);
+/// assert_eq!(c.shape, vec![3, 7, 6]);
+/// assert!(p.pack_a.is_none() && p.pack_b.is_none());
 /// ```
 #[derive(Clone, Debug)]
 pub struct PackStep {
@@ -598,7 +659,15 @@ impl GpuContractionPlan {
             Ok(s)
         };
         let cost = |s: &Option<PackStep>| s.as_ref().map_or(0.0, |s| s.plan.predicted_seconds);
-        let mut best: Option<(f64, [Option<PackStep>; 3])> = None;
+        // Each operand is either read in place or packed in the matricization's order; a
+        // combination is feasible when one strided-batched call covers the effective layouts
+        // (`direct_call`; all three packed is TTGT's packed call). Least predicted transpose
+        // time wins, then larger products (fewer batch entries), then fewer packed operands;
+        // remaining ties go to the earlier (C-ordered) candidate.
+        type Key = (f64, std::cmp::Reverse<usize>, u32);
+        let mut calls: std::collections::HashMap<[Vec<Label>; 3], Option<BlasCall>> =
+            std::collections::HashMap::new();
+        let mut best: Option<(Key, [Option<PackStep>; 3], BlasCall)> = None;
         for batch in &batches {
             for m in &ms {
                 for n in &ns {
@@ -610,15 +679,53 @@ impl GpuContractionPlan {
                         let sa = step_of(al, &pa, a_shape, true)?;
                         let sb = step_of(bl, &pb, b_shape, true)?;
                         let sc = step_of(&pc, cl, &pc_shape, beta_zero)?;
-                        let t = cost(&sa) + cost(&sb) + cost(&sc);
-                        if best.as_ref().is_none_or(|(bt, _)| t < *bt) {
-                            best = Some((t, [sa, sb, sc]));
+                        for mask in 0u32..8 {
+                            let packed = [mask & 1 != 0, mask & 2 != 0, mask & 4 != 0];
+                            let call = if mask == 7 {
+                                BlasCall::packed(&gemm)
+                            } else {
+                                let eff = [
+                                    if packed[0] { pa.clone() } else { al.to_vec() },
+                                    if packed[1] { pb.clone() } else { bl.to_vec() },
+                                    if packed[2] { pc.clone() } else { cl.to_vec() },
+                                ];
+                                let found = match calls.get(&eff) {
+                                    Some(c) => *c,
+                                    None => {
+                                        let c =
+                                            direct_call(&bound, &con, [&eff[0], &eff[1], &eff[2]]);
+                                        calls.insert(eff, c);
+                                        c
+                                    }
+                                };
+                                let Some(c) = found else { continue };
+                                c
+                            };
+                            let steps = [
+                                if packed[0] { sa.clone() } else { None },
+                                if packed[1] { sb.clone() } else { None },
+                                if packed[2] { sc.clone() } else { None },
+                            ];
+                            let t: f64 = steps.iter().map(cost).sum::<f64>()
+                                + call.predicted_seconds(dtype, props);
+                            let moved = steps.iter().filter(|s| s.is_some()).count() as u32;
+                            let key = (t, std::cmp::Reverse(call.m * call.n), moved);
+                            let better = best.as_ref().is_none_or(|(b, _, _)| {
+                                key.0
+                                    .total_cmp(&b.0)
+                                    .then(key.1.cmp(&b.1))
+                                    .then(key.2.cmp(&b.2))
+                                    .is_lt()
+                            });
+                            if better {
+                                best = Some((key, steps, call));
+                            }
                         }
                     }
                 }
             }
         }
-        let Some((_, [pack_a, pack_b, unpack_c])) = best else {
+        let Some((_, [pack_a, pack_b, unpack_c], blas)) = best else {
             return Err(Error::Unsupported(format!(
                 "GPU contraction {spec:?}: no matricization"
             )));
@@ -630,7 +737,7 @@ impl GpuContractionPlan {
             pack_a,
             pack_b,
             unpack_c,
-            blas: BlasCall::packed(&gemm),
+            blas,
             shapes: [a_shape.to_vec(), b_shape.to_vec(), c_shape],
         })
     }
@@ -658,7 +765,7 @@ impl GpuContractionPlan {
     /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
     /// let p = GpuContractionPlan::new("dca,bd->abc", &[4, 5, 6], &[7, 4], ttgt::DType::F32, true,
     ///                                 &DeviceProps::nominal()).unwrap();
-    /// assert_eq!(p.workspace_elements(), [120, 28, 210]); // A, B and C transposed
+    /// assert_eq!(p.workspace_elements(), [120, 0, 0]); // A transposed, B and C in place
     /// ```
     pub fn workspace_elements(&self) -> [usize; 3] {
         let g = &self.gemm;
@@ -691,7 +798,7 @@ impl GpuContractionPlan {
     /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
     /// let p = GpuContractionPlan::new("dca,bd->abc", &[4, 5, 6], &[7, 4], ttgt::DType::F32, true,
     ///                                 &DeviceProps::nominal()).unwrap();
-    /// assert!(p.describe().contains("transpose C"));
+    /// assert!(p.describe().contains("transpose A") && p.describe().contains("C: in place"));
     /// ```
     pub fn describe(&self) -> String {
         if self.is_direct() {
@@ -705,6 +812,10 @@ impl GpuContractionPlan {
             "{}: batch {} x gemm m={} n={} k={}",
             self.spec, self.gemm.batch, self.gemm.m, self.gemm.n, self.gemm.k
         );
+        if self.blas != BlasCall::packed(&self.gemm) {
+            // Some operands in place: the call on the mix of packed and original layouts.
+            s += &format!("\n  {}", self.blas.describe());
+        }
         for (name, st) in [
             ("A", &self.pack_a),
             ("B", &self.pack_b),

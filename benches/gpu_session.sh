@@ -16,9 +16,10 @@
 # cuda`, then the benches again with the fitted model), variants (TTC f32/f64 and the 720
 # permutations in f32 for each PTX directory in $TTGT_PTX_VARIANTS, loaded through
 # TTGT_PTX_DIR, and with the binary $TTGT_BASE_BIN if set: kernel variants compared in one
-# run), schemas (the 720 permutations in f32 with each schema forced), micro (the f32 sets
-# of $TTGT_MICRO_SETS, default TTC and the 720 permutations, with single-element moves
-# (--no-micro-blocks) and with 2x2 blocks, alternated twice in one run). TTGT_BENCH_SETS,
+# run), schemas (the 720 permutations in f32 with each schema forced), micro (each set of
+# $TTGT_MICRO_SETS, default TTC and the 720 permutations in f32 and f64, with single-element
+# moves (--micro-blocks off) and with 2x2 blocks (--micro-blocks all), one after the other,
+# $TTGT_MICRO_ROUNDS times, default 1; about 3 min on an H200). TTGT_BENCH_SETS,
 # TTGT_VARIANT_SETS and TTGT_CALIBRATED_SETS choose the sets of each step (ttc_<dtype>,
 # perms6_<dtype>, tccg_<dtype>); TTGT_BENCH_ARGS adds arguments to the bench step (e.g.
 # --measure 20) and TTGT_BENCH_TAG names its output file. Output goes to $OUT (or ./gpu-out), in
@@ -122,10 +123,10 @@ if has schemas; then
 fi
 
 if has micro; then
-  for round in 1 2; do
-    for set in ${TTGT_MICRO_SETS:-ttc_f32 perms6_f32}; do
-      run_set micro "${set}_single_$round" "$set" --no-micro-blocks
-      run_set micro "${set}_2x2_$round" "$set"
+  for round in $(seq "${TTGT_MICRO_ROUNDS:-1}"); do
+    for set in ${TTGT_MICRO_SETS:-perms6_f32 perms6_f64 ttc_f32 ttc_f64}; do
+      run_set micro "${set}_single_$round" "$set" --micro-blocks off
+      run_set micro "${set}_2x2_$round" "$set" --micro-blocks all
     done
   done
 fi

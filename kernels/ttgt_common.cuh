@@ -97,17 +97,20 @@ TTGT_INLINE void store(T* p, T v, T alpha, T beta, int mode) {
     }
 }
 
-// 2x2 blocks of f32 (the micro-blocked OD and OA kernels, type name q32). The host halves
-// A's and B's fastest dims (both even) and moves blocks of 2 x 2 elements: two 8-byte loads
-// from A (the block's two rows along A's fastest dim, `da` elements apart), two 8-byte
-// stores into B (its two columns along B's fastest dim, `db` apart), so an f32 transpose
-// issues the 8-byte accesses of an f64 one. A block in registers and in shared memory is
-// {x0, x1, y0, y1}: x the first A row, y the second; B gets {x0, y0} and {x1, y1}.
+// 2x2 blocks (the micro-blocked OD and OA kernels, type names q32 for f32 and q64 for
+// f64). The host halves A's and B's fastest dims (both even) and moves blocks of 2 x 2
+// elements: two loads of two elements from A (the block's two rows along A's fastest dim,
+// `da` elements apart), two stores of two into B (its two columns along B's fastest dim,
+// `db` apart), so an f32 transpose issues the 8-byte accesses of an f64 one, and an f64
+// one 16-byte accesses. A block in registers and in shared memory is {x0, x1, y0, y1}: x
+// the first A row, y the second; B gets {x0, y0} and {x1, y1}.
 typedef float f32x2 __attribute__((vector_size(8)));
 typedef float q32 __attribute__((vector_size(16)));
+typedef double f64x2 __attribute__((vector_size(16)));
+typedef double q64 __attribute__((vector_size(32)));
 
 // The scalar type of a kernel element type: what its pointers address and alpha and beta
-// are (f32 for 2x2 blocks of f32).
+// are (f32 for 2x2 blocks of f32, f64 for those of f64).
 template <typename T>
 struct Param {
     typedef T type;
@@ -116,18 +119,36 @@ template <>
 struct Param<q32> {
     typedef float type;
 };
+template <>
+struct Param<q64> {
+    typedef double type;
+};
 
-// Stores two f32 at p (8-byte aligned) under the execution mode.
-TTGT_INLINE void store2(float* p, f32x2 v, float alpha, float beta, int mode) {
-    f32x2* q = TTGT_CHECK(reinterpret_cast<f32x2*>(p));
+// Two elements as one access: the rows and columns of 2x2 blocks.
+template <typename S>
+struct Pair;
+template <>
+struct Pair<float> {
+    typedef f32x2 type;
+};
+template <>
+struct Pair<double> {
+    typedef f64x2 type;
+};
+
+// Stores two elements at p (aligned to the pair) under the execution mode.
+template <typename S>
+TTGT_INLINE void store2(S* p, typename Pair<S>::type v, S alpha, S beta, int mode) {
+    typedef typename Pair<S>::type P;
+    P* q = TTGT_CHECK(reinterpret_cast<P*>(p));
     if (mode == 0) {
         *q = v;
     } else if (mode == 1) {
-        const f32x2 r = {alpha * v[0], alpha * v[1]};
+        const P r = {alpha * v[0], alpha * v[1]};
         *q = r;
     } else {
-        const f32x2 o = *q;
-        const f32x2 r = {alpha * v[0] + beta * o[0], alpha * v[1] + beta * o[1]};
+        const P o = *q;
+        const P r = {alpha * v[0] + beta * o[0], alpha * v[1] + beta * o[1]};
         *q = r;
     }
 }
@@ -148,24 +169,29 @@ struct Access {
         store(b + off, v, alpha, beta, mode);
     }
 };
-template <>
-struct Access<q32> {
-    typedef q32 R;
+// 2x2 blocks of scalars S held as the 4-vector Q (layout above).
+template <typename Q, typename S>
+struct BlockAccess {
+    typedef Q R;
+    typedef typename Pair<S>::type P;
     template <typename I>
-    static TTGT_INLINE q32 load(const float* __restrict__ a, I off, I da) {
-        const f32x2 x = *TTGT_CHECK(reinterpret_cast<const f32x2*>(a + off));
-        const f32x2 y = *TTGT_CHECK(reinterpret_cast<const f32x2*>(a + (off + da)));
-        const q32 v = {x[0], x[1], y[0], y[1]};
+    static TTGT_INLINE Q load(const S* __restrict__ a, I off, I da) {
+        const P x = *TTGT_CHECK(reinterpret_cast<const P*>(a + off));
+        const P y = *TTGT_CHECK(reinterpret_cast<const P*>(a + (off + da)));
+        const Q v = {x[0], x[1], y[0], y[1]};
         return v;
     }
     template <typename I>
-    static TTGT_INLINE void put(float* __restrict__ b, I off, I db, q32 v, float alpha, float beta,
-                                int mode) {
-        const f32x2 lo = {v[0], v[2]}, hi = {v[1], v[3]};
-        store2(b + off, lo, alpha, beta, mode);
-        store2(b + (off + db), hi, alpha, beta, mode);
+    static TTGT_INLINE void put(S* __restrict__ b, I off, I db, Q v, S alpha, S beta, int mode) {
+        const P lo = {v[0], v[2]}, hi = {v[1], v[3]};
+        store2<S>(b + off, lo, alpha, beta, mode);
+        store2<S>(b + (off + db), hi, alpha, beta, mode);
     }
 };
+template <>
+struct Access<q32> : BlockAccess<q32, float> {};
+template <>
+struct Access<q64> : BlockAccess<q64, double> {};
 
 // Layout of the meta table header (entries of the index type I).
 enum Meta {
@@ -242,7 +268,8 @@ TTGT_INLINE I valid_extent(I full, I inner, I n, I b, I d) {
     TTGT_FOR_INDEX(X, S, c32, ttgt::c32)                                              \
     TTGT_FOR_INDEX(X, S, c64, ttgt::c64)
 // OD and OA also come for 2x2 blocks of f32 (`q32`; pointers and scalars are f32).
-#define TTGT_FOR_ALL_Q(X, S) TTGT_FOR_ALL(X, S) TTGT_FOR_INDEX(X, S, q32, ttgt::q32)
+#define TTGT_FOR_ALL_Q(X, S)                                                          \
+    TTGT_FOR_ALL(X, S) TTGT_FOR_INDEX(X, S, q32, ttgt::q32) TTGT_FOR_INDEX(X, S, q64, ttgt::q64)
 
 // 256 threads per block, at least two blocks per SM (at most 128 registers a thread).
 // Defines the kernel entry `ttgt_<S>_<TN>_<IN>_r<R>` calling BODY<T, I, R>, and in the

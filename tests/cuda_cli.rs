@@ -50,6 +50,14 @@ fn cuda_backend_without_gpu_is_a_clear_error() {
             "--schema",
             "oa",
         ],
+        &[
+            "bench",
+            "transpose",
+            "--backend",
+            "cuda",
+            "--micro-blocks",
+            "all",
+        ],
     ] {
         let (code, err) = ttgt(args);
         if code == 0 {
@@ -66,4 +74,10 @@ fn cuda_backend_without_gpu_is_a_clear_error() {
     let (code, err) = ttgt(&["bench", "transpose", "--backend", "tpu"]);
     assert_eq!(code, 2);
     assert!(err.contains("unknown backend \"tpu\""), "{err}");
+    let (code, err) = ttgt(&["bench", "transpose", "--micro-blocks", "f32", "--only", "3"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--micro-blocks applies to --backend cuda only"),
+        "{err}"
+    );
 }

@@ -96,23 +96,21 @@ fn alpha_beta_and_ttc_shapes() {
     }
 }
 
-#[test]
-fn micro_blocked_f32_and_element_wise_agree() {
-    let Some(mut dev) = device("micro_blocked_f32_and_element_wise_agree") else {
-        return;
-    };
-    // Even fastest dims: the 2x2-block kernels (q32) where Alg. 1 keeps the schema, in the
-    // three execution modes, and the same with blocks turned off.
+/// Every permutation of a rank-6 tensor with even fastest dims, with 2x2 blocks (f32 and
+/// f64: `MicroBlocks::All`) and without, in the three execution modes, against the CPU.
+fn micro_blocks_agree<T: Element>(dev: &mut Device) {
+    use ttgt::backend::cuda::ttlg::MicroBlocks;
     let sizes = [4, 6, 2, 8, 3, 4];
-    let a: ArrayD<f32> = data(&sizes, 5);
+    let a: ArrayD<T> = data(&sizes, 5);
     let da = dev.upload(&a).unwrap();
     let mut blocked = 0;
-    for on in [true, false] {
-        dev.set_micro_blocks(on);
+    for setting in [MicroBlocks::All, MicroBlocks::Off] {
+        dev.set_micro_blocks(setting);
         for (i, perm) in perms(6).into_iter().enumerate() {
             let bshape: Vec<usize> = perm.iter().map(|&p| sizes[p]).collect();
-            let b0: ArrayD<f32> = data(&bshape, 6);
-            let (alpha, beta) = [(1.0f32, 0.0f32), (-2.0, 0.0), (0.5, 1.5)][i % 3];
+            let b0: ArrayD<T> = data(&bshape, 6);
+            let (alpha, beta) = [(1.0, 0.0), (-2.0, 0.0), (0.5, 1.5)][i % 3];
+            let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
             let mut db = dev.upload(&b0).unwrap();
             dev.permute_into(&perm, alpha, &da, beta, &mut db).unwrap();
             let got = dev.download(&db).unwrap();
@@ -120,20 +118,30 @@ fn micro_blocked_f32_and_element_wise_agree() {
                 a.view().permuted_axes(IxDyn(&perm)).mapv(|x| alpha * x) + b0.mapv(|x| beta * x);
             for (g, w) in got.iter().zip(want.iter()) {
                 assert!(
-                    (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
-                    "{perm:?} blocks {on}: {g} vs {w}"
+                    (*g - *w).abs_f64() <= 1e-5 * (1.0 + w.abs_f64()),
+                    "{perm:?} {} {setting:?}: {g} vs {w}",
+                    T::DTYPE
                 );
             }
             let la = ttgt::Layout::row_major(&sizes).unwrap();
             let lb = ttgt::Layout::row_major(&bshape).unwrap();
             let plan = dev
-                .transpose_plan(&perm, &la, &lb, ttgt::DType::F32, beta == 0.0)
+                .transpose_plan(&perm, &la, &lb, T::DTYPE, beta.is_exact_zero())
                 .unwrap();
             blocked += usize::from(plan.problem.micro.is_some());
-            assert!(on || plan.problem.micro.is_none());
+            assert!(setting == MicroBlocks::All || plan.problem.micro.is_none());
         }
     }
-    assert!(blocked > 100, "{blocked} blocked plans");
+    assert!(blocked > 100, "{} {blocked} blocked plans", T::DTYPE);
+}
+
+#[test]
+fn micro_blocked_and_element_wise_agree() {
+    let Some(mut dev) = device("micro_blocked_and_element_wise_agree") else {
+        return;
+    };
+    micro_blocks_agree::<f32>(&mut dev);
+    micro_blocks_agree::<f64>(&mut dev);
 }
 
 fn contraction<T: Element>(dev: &Device, spec: &str, sa: &[usize], sb: &[usize]) {

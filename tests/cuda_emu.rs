@@ -362,25 +362,32 @@ fn long_rows_widening_and_strided_views() {
     }
 }
 
-#[test]
-fn micro_blocked_f32_all_720_permutations() {
-    // A's fastest dim (4) and B's fastest dim (4 or 6 for a third of the permutations) both
-    // even: those move in 2x2 blocks (q32 kernels) under OD and OA, forced and chosen, in
-    // all three execution modes; the rest keep single elements.
+/// Every `step`-th permutation of a 4x3x2x6x5x4 tensor (A's fastest dim 4, B's 4 or 6 for a
+/// third of the permutations: those move in 2x2 blocks) under OD and OA, forced and chosen,
+/// in the three execution modes, with `micro`; returns how often each kernel family ran.
+fn micro_blocked_permutations<T: Element>(
+    micro: ttgt::backend::cuda::ttlg::MicroBlocks,
+    step: usize,
+) -> BTreeMap<String, usize> {
     let sizes = [4, 3, 2, 6, 5, 4];
-    let a: ArrayD<f32> = data(&sizes, 11);
+    let a: ArrayD<T> = data(&sizes, 11);
     let mut kernels: BTreeMap<String, usize> = BTreeMap::new();
     let mut failures = Vec::new();
-    for (i, perm) in all_perms(6).into_iter().enumerate() {
-        let scalars = [(1.0f32, 0.0f32), (-1.5, 0.0), (2.0, 0.5)];
+    for (i, perm) in all_perms(6)
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| i % step == 0)
+    {
+        let (alpha, beta) = [(1.0, 0.0), (-1.5, 0.0), (2.0, 0.5)][i / step % 3];
+        let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
         for forced in [
             None,
             Some(Schema::OrthogonalDistinct),
             Some(Schema::OrthogonalArbitrary),
         ] {
-            let (alpha, beta) = scalars[i % 3];
             let opts = TtlgOptions {
                 schema: forced,
+                micro_blocks: micro,
                 ..TtlgOptions::default()
             };
             match run_plan(&perm, &a.view(), &opts, false, alpha, beta) {
@@ -390,24 +397,40 @@ fn micro_blocked_f32_all_720_permutations() {
             }
         }
     }
-    eprintln!("kernels: {kernels:?}");
+    eprintln!("{} kernels: {kernels:?}", T::DTYPE);
     assert!(
         failures.is_empty(),
         "{} failures, first: {:#?}",
         failures.len(),
         &failures[..failures.len().min(5)]
     );
-    for k in [
+    kernels
+}
+
+#[test]
+fn micro_blocked_f32_all_720_permutations() {
+    // The default: f32 in 2x2 blocks (q32) where the layouts allow, single elements elsewhere.
+    let k = micro_blocked_permutations::<f32>(Default::default(), 1);
+    for f in [
         "ttgt_od_q32_",
         "ttgt_oa_q32_",
         "ttgt_od_f32_",
         "ttgt_oa_f32_",
     ] {
-        assert!(
-            kernels.get(k).copied().unwrap_or(0) >= 20,
-            "{k}: {kernels:?}"
-        );
+        assert!(k.get(f).copied().unwrap_or(0) >= 20, "{f}: {k:?}");
     }
+}
+
+#[test]
+fn micro_blocked_f64_permutations() {
+    // 2x2 blocks of f64 (q64, 16-byte rows) only when asked for.
+    use ttgt::backend::cuda::ttlg::MicroBlocks;
+    let k = micro_blocked_permutations::<f64>(MicroBlocks::All, 3);
+    for f in ["ttgt_od_q64_", "ttgt_oa_q64_"] {
+        assert!(k.get(f).copied().unwrap_or(0) >= 20, "{f}: {k:?}");
+    }
+    let k = micro_blocked_permutations::<f64>(MicroBlocks::F32, 9);
+    assert!(k.keys().all(|f| !f.contains("q64")), "{k:?}");
 }
 
 #[test]

@@ -3,7 +3,8 @@
 
 use ttgt::backend::cuda::contract::GpuContractionPlan;
 use ttgt::backend::cuda::ttlg::{
-    fit_least_squares, DeviceProps, GpuModel, Schema, TtlgOptions, TtlgPlan, MAX_OUTER_DIMS,
+    fit_least_squares, DeviceProps, GpuModel, MicroBlocks, Schema, TtlgOptions, TtlgPlan,
+    MAX_OUTER_DIMS,
 };
 use ttgt::{DType, Layout};
 
@@ -143,8 +144,43 @@ fn micro_blocks_where_f32_layouts_allow() {
     // OA too (a batch of 16x16 transposes).
     let p = plan(&[0, 1, 3, 2], &[64, 16, 16, 16], DType::F32, false);
     assert!(p.kernel.starts_with("ttgt_oa_q32_"), "{}", p.describe());
+    // f64 blocks (q64, 16-byte rows) only when asked for.
+    let a = Layout::row_major(&[64, 48, 40]).unwrap();
+    let b = Layout::row_major(&[40, 48, 64]).unwrap();
+    let reverse = |a: &Layout, dtype: DType, opts: &TtlgOptions| {
+        TtlgPlan::new(
+            &[2, 1, 0],
+            a,
+            &b,
+            dtype,
+            false,
+            &DeviceProps::nominal(),
+            opts,
+        )
+        .unwrap()
+    };
+    let all = TtlgOptions {
+        micro_blocks: MicroBlocks::All,
+        ..TtlgOptions::default()
+    };
+    let p = reverse(&a, DType::F64, &all);
+    assert!(p.kernel.starts_with("ttgt_od_q64_i32"), "{}", p.describe());
+    assert_eq!((p.required_align(), p.problem.elem_bytes()), (16, 32));
+    let p = reverse(
+        &a,
+        DType::F64,
+        &TtlgOptions {
+            align: 8,
+            ..all.clone()
+        },
+    );
+    assert!(
+        p.problem.micro.is_none(),
+        "8-byte aligned f64: {}",
+        p.describe()
+    );
     // Not for: other types, odd or short fastest dims, a shared fastest dim, unaligned data,
-    // or when turned off.
+    // or when turned off (f64: by default).
     for (perm, sizes, dtype) in [
         (&[2, 1, 0][..], &[64, 48, 40][..], DType::F64),
         (&[2, 1, 0], &[64, 48, 40], DType::C32),
@@ -161,31 +197,17 @@ fn micro_blocks_where_f32_layouts_allow() {
         );
         assert!(!p.kernel.contains("q32"));
     }
-    let a = Layout::row_major(&[64, 48, 40]).unwrap();
-    let b = Layout::row_major(&[40, 48, 64]).unwrap();
-    let reverse = |a: &Layout, opts: &TtlgOptions| {
-        TtlgPlan::new(
-            &[2, 1, 0],
-            a,
-            &b,
-            DType::F32,
-            false,
-            &DeviceProps::nominal(),
-            opts,
-        )
-        .unwrap()
-    };
     for opts in [
         TtlgOptions {
             align: 4,
             ..TtlgOptions::default()
         },
         TtlgOptions {
-            micro_blocks: false,
+            micro_blocks: MicroBlocks::Off,
             ..TtlgOptions::default()
         },
     ] {
-        let p = reverse(&a, &opts);
+        let p = reverse(&a, DType::F32, &opts);
         assert!(p.problem.micro.is_none());
         assert_eq!(p.required_align(), 4);
     }
@@ -213,7 +235,7 @@ fn micro_blocks_where_f32_layouts_allow() {
     );
     // An odd stride in A (a view of every other column of a 41-wide row): single elements.
     let a = Layout::new(vec![64, 48, 40], vec![48 * 41, 41, 1]).unwrap();
-    let p = reverse(&a, &TtlgOptions::default());
+    let p = reverse(&a, DType::F32, &TtlgOptions::default());
     assert!(p.problem.micro.is_none(), "{}", p.describe());
 }
 

@@ -14,7 +14,7 @@ use crate::tensor::{DType, Element, Layout};
 
 use super::contract::GpuContractionPlan;
 use super::device::Device;
-use super::ttlg::{Features, GpuModel, Schema, TtlgOptions, TtlgPlan};
+use super::ttlg::{Features, GpuModel, MicroBlocks, Schema, TtlgOptions, TtlgPlan};
 
 fn timed(dev: &Device, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     dev.synchronize()?;
@@ -385,7 +385,7 @@ pub fn calibrate(dev: &Device, mib: usize) -> Result<GpuModel> {
         // Every applicable schema, with 2x2 blocks of f32 where they apply and without (so
         // that both element sizes the kernels move are in the fit).
         for schema in Schema::ALL {
-            for micro_blocks in [true, false] {
+            for micro_blocks in [MicroBlocks::All, MicroBlocks::Off] {
                 let opts = TtlgOptions {
                     schema: Some(schema),
                     model: Some(model.clone()),

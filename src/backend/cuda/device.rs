@@ -21,7 +21,8 @@ use crate::tensor::{DType, Element, Layout};
 use super::contract::{BlasCall, GpuContractionPlan};
 use super::kernels;
 use super::ttlg::{
-    DeviceProps, GpuModel, GpuTuning, Schema, TtlgOptions, TtlgPlan, MEASURE_CANDIDATES,
+    DeviceProps, GpuModel, GpuTuning, MicroBlocks, Schema, TtlgOptions, TtlgPlan,
+    MEASURE_CANDIDATES,
 };
 
 fn gpu<E: std::fmt::Debug>(what: &str) -> impl FnOnce(E) -> Error + '_ {
@@ -279,7 +280,7 @@ pub struct Device {
     props: DeviceProps,
     model: GpuModel,
     tuning: GpuTuning,
-    micro_blocks: bool,
+    micro_blocks: MicroBlocks,
     modules: Mutex<HashMap<Schema, Arc<CudaModule>>>,
     functions: Mutex<HashMap<String, CudaFunction>>,
     pool: Mutex<HashMap<usize, Vec<CudaSlice<u8>>>>,
@@ -352,7 +353,7 @@ impl Device {
             props,
             model,
             tuning: GpuTuning::Estimate,
-            micro_blocks: true,
+            micro_blocks: MicroBlocks::default(),
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
             pool: Mutex::new(HashMap::new()),
@@ -414,28 +415,30 @@ impl Device {
         self.clear_plan_cache();
     }
 
-    /// Whether f32 transpositions move 2x2 blocks where the layouts allow
-    /// ([`TtlgOptions::micro_blocks`]; on by default).
+    /// Which types move in 2x2 blocks where the layouts allow
+    /// ([`TtlgOptions::micro_blocks`]; f32 by default).
     ///
     /// ```no_run
     /// # #[cfg(feature = "cuda")] {
-    /// assert!(ttgt::backend::cuda::device::Device::new(0).unwrap().micro_blocks());
+    /// use ttgt::backend::cuda::{device::Device, ttlg::MicroBlocks};
+    /// assert_eq!(Device::new(0).unwrap().micro_blocks(), MicroBlocks::F32);
     /// # }
     /// ```
-    pub fn micro_blocks(&self) -> bool {
+    pub fn micro_blocks(&self) -> MicroBlocks {
         self.micro_blocks
     }
 
-    /// Turns 2x2 blocks of f32 on or off (for comparisons) and drops cached plans.
+    /// Sets which types move in 2x2 blocks (for comparisons) and drops cached plans.
     ///
     /// ```no_run
     /// # #[cfg(feature = "cuda")] {
-    /// let mut dev = ttgt::backend::cuda::device::Device::new(0).unwrap();
-    /// dev.set_micro_blocks(false);
+    /// use ttgt::backend::cuda::{device::Device, ttlg::MicroBlocks};
+    /// let mut dev = Device::new(0).unwrap();
+    /// dev.set_micro_blocks(MicroBlocks::Off);
     /// # }
     /// ```
-    pub fn set_micro_blocks(&mut self, on: bool) {
-        self.micro_blocks = on;
+    pub fn set_micro_blocks(&mut self, setting: MicroBlocks) {
+        self.micro_blocks = setting;
         self.clear_plan_cache();
     }
 

@@ -72,12 +72,12 @@ pub fn source_file(schema: Schema) -> &'static str {
 }
 
 /// Every kernel name with the scalar type of its parameters, in the order the sources
-/// instantiate them: four schemas in four types, and OD and OA for 2x2 blocks of f32
-/// (`q32`, f32 parameters).
+/// instantiate them: four schemas in four types, and OD and OA for 2x2 blocks of f32 and of
+/// f64 (`q32`, `q64`: f32 and f64 parameters).
 ///
 /// ```
 /// let all = ttgt::backend::cuda::kernels::all_kernels();
-/// assert_eq!(all.len(), 4 * 4 * 2 * 3 + 2 * 2 * 3);
+/// assert_eq!(all.len(), 4 * 4 * 2 * 3 + 2 * 2 * 2 * 3);
 /// assert!(all.iter().any(|(n, _)| n == "ttgt_od_c64_i64_r8"));
 /// assert!(all.iter().any(|(n, d)| n == "ttgt_oa_q32_i32_r4" && *d == ttgt::DType::F32));
 /// ```
@@ -92,6 +92,7 @@ pub fn all_kernels() -> Vec<(String, DType)> {
         ];
         if matches!(s, Schema::OrthogonalDistinct | Schema::OrthogonalArbitrary) {
             types.push(("q32", DType::F32));
+            types.push(("q64", DType::F64));
         }
         for (tn, d) in types {
             for i in ["i32", "i64"] {

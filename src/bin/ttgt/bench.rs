@@ -190,9 +190,10 @@ pub struct TransposeArgs {
     /// choice; cases it does not apply to are skipped.
     #[arg(long, value_name = "SCHEMA")]
     pub schema: Option<String>,
-    /// With --backend cuda: move f32 in single elements, not 2x2 blocks (for comparisons).
-    #[arg(long)]
-    pub no_micro_blocks: bool,
+    /// With --backend cuda: which types move in 2x2 blocks where their layouts allow: off,
+    /// f32 (the default) or all (f32 and f64).
+    #[arg(long, value_name = "TYPES")]
+    pub micro_blocks: Option<String>,
     /// Non-temporal stores for beta = 0: on, off, or auto (the plan's rule).
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub streaming: String,
@@ -329,16 +330,16 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
             a.beta,
             a.schema.as_deref(),
             a.measure,
-            !a.no_micro_blocks,
+            a.micro_blocks.as_deref(),
             a.json,
         );
     }
     if a.schema.is_some() {
         return Err(CliError::new("--schema applies to --backend cuda only"));
     }
-    if a.no_micro_blocks {
+    if a.micro_blocks.is_some() {
         return Err(CliError::new(
-            "--no-micro-blocks applies to --backend cuda only",
+            "--micro-blocks applies to --backend cuda only",
         ));
     }
     let threads = a.threads.unwrap_or_else(rayon::current_num_threads);

@@ -88,7 +88,7 @@ fn device() -> CliResult<ttgt::backend::cuda::device::Device> {
 
 /// `ttgt bench transpose --backend cuda`; `schema` forces a TTLG schema (cases where it
 /// does not apply are skipped); `measure` (milliseconds) turns on measured tuning;
-/// `micro_blocks` off moves f32 in single elements.
+/// `micro_blocks` (off, f32 or all) sets which types move in 2x2 blocks.
 #[allow(unused_variables, clippy::too_many_arguments)]
 pub fn bench_transpose(
     cases: &[ttgt::bench::TransposeCase],
@@ -97,7 +97,7 @@ pub fn bench_transpose(
     beta: f64,
     schema: Option<&str>,
     measure: Option<u64>,
-    micro_blocks: bool,
+    micro_blocks: Option<&str>,
     as_json: bool,
 ) -> CliResult<()> {
     #[cfg(not(feature = "cuda"))]
@@ -108,6 +108,10 @@ pub fn bench_transpose(
         let schema: Option<Schema> = schema
             .map(|s| s.parse().map_err(CliError::new))
             .transpose()?;
+        let micro_blocks: ttgt::backend::cuda::ttlg::MicroBlocks = micro_blocks
+            .map(|s| s.parse().map_err(CliError::new))
+            .transpose()?
+            .unwrap_or_default();
         let mut dev = device()?;
         if let Some(ms) = measure {
             dev.set_tuning(ttgt::backend::cuda::ttlg::GpuTuning::Measure {
@@ -139,7 +143,7 @@ pub fn bench_transpose(
         let s = serde_json::json!({"summary": true, "backend": "cuda", "device": dev.props().name,
                        "cases": ratios.len(), "skipped": skipped,
                        "schema": schema.map(|s| s.short_name()), "measure_ms": measure,
-                       "micro_blocks": micro_blocks,
+                       "micro_blocks": format!("{micro_blocks:?}").to_lowercase(),
                        "mean_ratio": mean, "min_ratio": min});
         say(&if as_json {
             s.to_string()

@@ -118,6 +118,58 @@ impl std::str::FromStr for Schema {
     }
 }
 
+/// Which element types move in 2x2 blocks where their layouts allow
+/// ([`GpuProblem::micro_blocked`], [`TtlgOptions::micro_blocks`]).
+///
+/// ```
+/// use ttgt::backend::cuda::ttlg::MicroBlocks;
+/// assert_eq!(MicroBlocks::default(), MicroBlocks::F32);
+/// assert!(MicroBlocks::All.applies(ttgt::DType::F64) && !MicroBlocks::F32.applies(ttgt::DType::F64));
+/// assert_eq!("off".parse::<MicroBlocks>().unwrap(), MicroBlocks::Off);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MicroBlocks {
+    /// Never: one element per access.
+    Off,
+    /// f32 (the default): 8-byte rows and columns, the accesses of an f64 transposition.
+    #[default]
+    F32,
+    /// f32 and f64 (16-byte rows and columns for f64; not yet timed on a GPU, so not the
+    /// default).
+    All,
+}
+
+impl MicroBlocks {
+    /// Whether tensors of `dtype` move in 2x2 blocks under this setting.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::ttlg::MicroBlocks;
+    /// assert!(MicroBlocks::F32.applies(ttgt::DType::F32) && !MicroBlocks::Off.applies(ttgt::DType::F32));
+    /// ```
+    pub fn applies(self, dtype: DType) -> bool {
+        match self {
+            MicroBlocks::Off => false,
+            MicroBlocks::F32 => dtype == DType::F32,
+            MicroBlocks::All => matches!(dtype, DType::F32 | DType::F64),
+        }
+    }
+}
+
+impl std::str::FromStr for MicroBlocks {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "off" => Ok(MicroBlocks::Off),
+            "f32" => Ok(MicroBlocks::F32),
+            "all" => Ok(MicroBlocks::All),
+            other => Err(format!(
+                "unknown micro-block setting {other:?} (expected off, f32 or all)"
+            )),
+        }
+    }
+}
+
 /// How a device chooses among the candidate plans of a transposition.
 ///
 /// ```

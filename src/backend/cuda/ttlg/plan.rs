@@ -10,7 +10,7 @@ use super::slice::{
     fl_candidates, fl_group_rows, fs_candidates, fs_shared_elems, oa_candidates, oa_shared_elems,
     od_candidates, Slice, WS,
 };
-use super::{DeviceProps, Schema};
+use super::{DeviceProps, MicroBlocks, Schema};
 
 /// Most outer (slice-selecting) dims a kernel handles, including the two blocked-dim slots.
 ///
@@ -46,10 +46,10 @@ pub struct TtlgOptions {
     pub align: usize,
     /// Use 64-bit index arithmetic even when 32 bits would do (tests of the i64 kernels).
     pub force_index64: bool,
-    /// Move f32 transpositions whose fastest dims differ in 2x2 blocks where the layouts
-    /// allow it ([`GpuProblem::micro_blocked`]); `false` keeps one-element moves (for
-    /// comparisons: `ttgt bench transpose --backend cuda --no-micro-blocks`).
-    pub micro_blocks: bool,
+    /// Which types move in 2x2 blocks where their fastest dims differ and the layouts allow
+    /// it ([`GpuProblem::micro_blocked`]; default f32 only; for comparisons: `ttgt bench
+    /// transpose --backend cuda --micro-blocks off|f32|all`).
+    pub micro_blocks: MicroBlocks,
 }
 
 impl Default for TtlgOptions {
@@ -59,7 +59,7 @@ impl Default for TtlgOptions {
             model: None,
             align: 16,
             force_index64: false,
-            micro_blocks: true,
+            micro_blocks: MicroBlocks::default(),
         }
     }
 }
@@ -196,7 +196,7 @@ impl TtlgPlan {
     /// measured tuning: the device times these and keeps the fastest (TTLG's model ranks; a
     /// measurement settles what it cannot tell apart).
     ///
-    /// Where an f32 transposition can move in 2x2 blocks ([`GpuProblem::micro_blocked`])
+    /// Where a transposition can move in 2x2 blocks ([`GpuProblem::micro_blocked`])
     /// there are two forms of the problem. The blocked form is preferred when TTLG's Alg. 1
     /// gives it the schema of the element-wise form (halved fastest dims can tip it from OD
     /// to OA, and the paper's model, fitted on one element width, cannot weigh element
@@ -237,7 +237,7 @@ impl TtlgPlan {
             Some(s) => vec![s],
             None => schemas_for(p),
         };
-        let micro = if opts.micro_blocks {
+        let micro = if opts.micro_blocks.applies(dtype) {
             Some(base.clone().micro_blocked(opts.align)).filter(|m| m.micro.is_some())
         } else {
             None
@@ -429,7 +429,7 @@ impl TtlgPlan {
     }
 
     /// Bytes both data addresses must be a multiple of: the kernel element's size when
-    /// widened, 8 for 2x2 blocks of f32 (their 8-byte rows and columns), else the tensors'
+    /// widened, two elements for 2x2 blocks (their rows and columns), else the tensors'
     /// element size.
     ///
     /// ```
@@ -440,7 +440,7 @@ impl TtlgPlan {
     /// ```
     pub fn required_align(&self) -> usize {
         if self.problem.micro.is_some() {
-            8
+            2 * self.problem.kernel_dtype.size_bytes()
         } else {
             self.problem.kernel_dtype.size_bytes()
         }

@@ -37,14 +37,14 @@ pub struct GpuProblem {
     pub widen: usize,
     /// Kernel elements moved.
     pub elements: usize,
-    /// Set when the kernel moves 2x2 blocks of f32 ([`GpuProblem::micro_blocked`]).
+    /// Set when the kernel moves 2x2 blocks ([`GpuProblem::micro_blocked`]).
     pub micro: Option<MicroBlock>,
 }
 
-/// The 2x2 blocks of an f32 transposition whose fastest dims differ: A's fastest dim and
-/// B's fastest dim are halved, and each kernel element is 2 x 2 tensor elements, read from A
-/// as two 8-byte rows and written to B as two 8-byte columns (kernel type `q32`). Offsets in
-/// tensor elements.
+/// The 2x2 blocks of an f32 or f64 transposition whose fastest dims differ: A's fastest dim
+/// and B's fastest dim are halved, and each kernel element is 2 x 2 tensor elements, read
+/// from A as two rows of two elements and written to B as two columns of two (kernel types
+/// `q32`: 8-byte rows, `q64`: 16-byte rows). Offsets in tensor elements.
 ///
 /// ```
 /// use ttgt::backend::cuda::ttlg::GpuProblem;
@@ -122,12 +122,12 @@ impl GpuProblem {
         }
     }
 
-    /// The same f32 transposition moved in 2x2 blocks ([`MicroBlock`]) when A's and B's
-    /// fastest dims differ, both have unit stride and an even extent of at least 4, every
-    /// other stride of A and of B is even and `align` (bytes dividing both data addresses)
-    /// is at least 8; `self` otherwise. Every block's two rows and two columns are then
-    /// 8-byte aligned pairs, so the kernels move f32 with the 8-byte accesses of an f64
-    /// transposition.
+    /// The same f32 or f64 transposition moved in 2x2 blocks ([`MicroBlock`]) when A's and
+    /// B's fastest dims differ, both have unit stride and an even extent of at least 4,
+    /// every other stride of A and of B is even and `align` (bytes dividing both data
+    /// addresses) is at least two elements; `self` otherwise (other types, widened
+    /// problems). Every block's two rows and two columns are then aligned pairs, so the
+    /// kernels move f32 with 8-byte and f64 with 16-byte accesses.
     ///
     /// ```
     /// use ttgt::backend::cuda::ttlg::GpuProblem;
@@ -139,11 +139,12 @@ impl GpuProblem {
     /// assert!(p.clone().micro_blocked(4).micro.is_none()); // data only 4-byte aligned
     /// ```
     pub fn micro_blocked(self, align: usize) -> Self {
-        if self.kernel_dtype != DType::F32
+        let size = self.kernel_dtype.size_bytes();
+        if !matches!(self.kernel_dtype, DType::F32 | DType::F64)
             || self.widen != 1
             || self.micro.is_some()
             || self.elements == 0
-            || align < 8
+            || align < 2 * size
             || self.fvi_match()
         {
             return self;
@@ -185,12 +186,12 @@ impl GpuProblem {
                 }
             })
             .collect();
-        let mut out = GpuProblem::from_dims(dims, DType::F32, 1);
+        let mut out = GpuProblem::from_dims(dims, self.kernel_dtype, 1);
         out.micro = Some(micro);
         out
     }
 
-    /// Bytes of one kernel element (16 for 2x2 blocks of f32).
+    /// Bytes of one kernel element (16 for 2x2 blocks of f32, 32 for those of f64).
     ///
     /// ```
     /// use ttgt::backend::cuda::ttlg::GpuProblem;
@@ -215,7 +216,8 @@ impl GpuProblem {
         self.elements * self.widen * if self.micro.is_some() { 4 } else { 1 }
     }
 
-    /// The kernels' element type name (`f32`, ..., or `q32` for 2x2 blocks of f32).
+    /// The kernels' element type name (`f32`, ..., `q32` / `q64` for 2x2 blocks of f32 /
+    /// f64).
     ///
     /// ```
     /// use ttgt::backend::cuda::ttlg::GpuProblem;
@@ -225,7 +227,11 @@ impl GpuProblem {
     /// ```
     pub fn kernel_type_name(&self) -> &'static str {
         if self.micro.is_some() {
-            "q32"
+            if self.kernel_dtype == DType::F64 {
+                "q64"
+            } else {
+                "q32"
+            }
         } else {
             self.kernel_dtype.name()
         }

@@ -254,11 +254,13 @@ impl TtlgPlan {
             props,
             &model,
         )];
-        if let Some(p) = &second {
+        // The other form only matters when it gets places (k >= 2) or the preferred form has
+        // no candidate (a forced schema that does not apply to it).
+        if let Some(p) = second.as_ref().filter(|_| k >= 2 || lists[0].is_empty()) {
             lists.push(Self::scored(p, &schemas_of(p), opts, props, &model));
         }
         let mut problems = vec![first];
-        problems.extend(second);
+        problems.extend(second.filter(|_| lists.len() == 2));
         if lists[0].is_empty() && lists.len() == 2 {
             lists.swap(0, 1);
             problems.swap(0, 1);

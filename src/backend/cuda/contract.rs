@@ -23,9 +23,19 @@ use super::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
 /// GEMM rate per byte/s of copy bandwidth for f32 and c32 ([`BlasCall::predicted_seconds`]):
 /// cuBLAS sgemm ran at 48.5-49.4 TFLOP/s on an H200 whose copies moved 4.0-4.2 TB/s
 /// (`docs/bench/gpu_h200_s19_run2_bench_default.jsonl.gz`, TCCG 12 and 20-30).
+///
+/// ```
+/// // A 4 TB/s device is taken to run sgemm at 48 TFLOP/s.
+/// assert_eq!(ttgt::backend::cuda::contract::GEMM_FLOPS_PER_BYTE * 4e12, 48e12);
+/// ```
 pub const GEMM_FLOPS_PER_BYTE: f64 = 12.0;
 
 /// The same for f64 and c64: dgemm ran at 62.5-63.4 TFLOP/s on that H200.
+///
+/// ```
+/// use ttgt::backend::cuda::contract::{GEMM_FLOPS_PER_BYTE, GEMM_FLOPS_PER_BYTE_F64};
+/// assert!(GEMM_FLOPS_PER_BYTE_F64 > GEMM_FLOPS_PER_BYTE); // H200-class: fp64 tensor cores
+/// ```
 pub const GEMM_FLOPS_PER_BYTE_F64: f64 = 15.0;
 
 /// Output tile side the GEMM time model assumes.

@@ -12,13 +12,18 @@ fn main() {
 mod emu {
     use std::path::PathBuf;
 
-    const KERNELS: [&str; 4] = ["ttlg_od", "ttlg_oa", "ttlg_fl", "ttlg_fs"];
+    const KERNELS: [&str; 5] = ["ttlg_od", "ttlg_oa", "ttlg_fl", "ttlg_fs", "ttlg_oda"];
 
     pub fn build() {
         let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
         let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
         let kdir = root.join("kernels");
-        for f in ["ttgt_common.cuh", "emu/cuda_emu.h", "emu/cuda_emu.cpp"] {
+        for f in [
+            "ttgt_common.cuh",
+            "ttlg_od_tile.cuh",
+            "emu/cuda_emu.h",
+            "emu/cuda_emu.cpp",
+        ] {
             println!("cargo:rerun-if-changed={}", kdir.join(f).display());
         }
         let mut b = cc::Build::new();

@@ -19,7 +19,9 @@
 # run), schemas (the 720 permutations in f32 with each schema forced), micro (each set of
 # $TTGT_MICRO_SETS, default TTC and the 720 permutations in f32 and f64, with single-element
 # moves (--micro-blocks off) and with 2x2 blocks (--micro-blocks all), one after the other,
-# $TTGT_MICRO_ROUNDS times, default 1; about 3 min on an H200). TTGT_BENCH_SETS,
+# $TTGT_MICRO_ROUNDS times, default 1; about 3 min on an H200), async (the same sets,
+# $TTGT_ASYNC_SETS, with the register-staged OD kernels and with the cp.async ones,
+# --async-copies, one after the other). TTGT_BENCH_SETS,
 # TTGT_VARIANT_SETS and TTGT_CALIBRATED_SETS choose the sets of each step (ttc_<dtype>,
 # perms6_<dtype>, tccg_<dtype>); TTGT_BENCH_ARGS adds arguments to the bench step (e.g.
 # --measure 20) and TTGT_BENCH_TAG names its output file. Output goes to $OUT (or ./gpu-out), in
@@ -128,6 +130,13 @@ if has micro; then
       run_set micro "${set}_single_$round" "$set" --micro-blocks off
       run_set micro "${set}_2x2_$round" "$set" --micro-blocks all
     done
+  done
+fi
+
+if has async; then
+  for set in ${TTGT_ASYNC_SETS:-perms6_f32 perms6_f64 ttc_f32 ttc_f64}; do
+    run_set async "${set}_staged" "$set"
+    run_set async "${set}_async" "$set" --async-copies
   done
 fi
 

@@ -13,57 +13,9 @@
 // into registers before the current tile is written out, so they are in flight while the
 // stores run (software pipelining across the two barriers of a tile).
 #include "ttgt_common.cuh"
+#include "ttlg_od_tile.cuh"
 
 namespace ttgt {
-
-// Rows of a tile per 32: 2 for elements of at most 4 bytes (overridable for experiments).
-#ifndef TTGT_OD_U4
-#define TTGT_OD_U4 2
-#endif
-#ifndef TTGT_OD_U8
-#define TTGT_OD_U8 1
-#endif
-// Columns of a tile per 32 for elements of at most 4 bytes (wider elements: 1).
-#ifndef TTGT_OD_C4
-#define TTGT_OD_C4 1
-#endif
-// 1: issue the next tile's loads before the current tile's stores.
-#ifndef TTGT_OD_PREFETCH
-#define TTGT_OD_PREFETCH 1
-#endif
-
-// The tile a block works on: its slice's base offsets and valid extents, and its corner.
-template <typename I>
-struct OdCursor {
-    I blk, oa, ob, nc, nr, r0, c0;
-};
-
-// Points the cursor at the first tile of slice `blk` (blk < nblk).
-template <typename I, int R>
-TTGT_INLINE void od_enter(OdCursor<I>& t, const Outer<I, R>& o, const I* __restrict__ meta, I blk) {
-    I d0, d1;
-    t.blk = blk;
-    o.decode(blk, t.oa, t.ob, d0, d1);
-    t.nc = valid_extent(meta[M_VA], meta[M_INNER_A], meta[M_NA], meta[M_BA], d0);
-    t.nr = valid_extent(meta[M_VB], meta[M_INNER_B], meta[M_NB], meta[M_BB], d1);
-    t.r0 = 0;
-    t.c0 = 0;
-}
-
-// Moves the cursor to the block's next tile; false when the block has no more.
-template <typename I, int R, int TC, int TR>
-TTGT_INLINE bool od_advance(OdCursor<I>& t, const Outer<I, R>& o, const I* __restrict__ meta,
-                            I nblk) {
-    t.c0 += TC;
-    if (t.c0 < t.nc) return true;
-    t.c0 = 0;
-    t.r0 += TR;
-    if (t.r0 < t.nr) return true;
-    const I next = t.blk + gridDim.x;
-    if (next >= nblk) return false;
-    od_enter<I, R>(t, o, meta, next);
-    return true;
-}
 
 // Loads the entries of tile t that lie inside its slice into v: v[g][j] is column
 // c0 + 32g + tx, row r0 + ty + 8j.
@@ -95,22 +47,14 @@ TTGT_INLINE void od_body(const typename Param<T>::type* __restrict__ a,
     constexpr int TC = 32 * C;
     constexpr int J = TR / 8; // loads of one column group a thread issues per tile
     __shared__ T tile[TR][TC + 1];
-    Outer<I, R> o;
-    o.load(meta);
-    const I nblk = meta[M_NBLK];
-    const I* __restrict__ a_col = meta + meta[M_P0];
-    const I* __restrict__ b_col = meta + meta[M_P1];
-    const I* __restrict__ a_row = meta + meta[M_P2];
-    const I* __restrict__ b_row = meta + meta[M_P3];
-    const I da = meta[M_DA], db = meta[M_DB]; // 2x2 blocks only
     const int tx = threadIdx.x, ty = threadIdx.y;
-    if (static_cast<I>(blockIdx.x) >= nblk) return; // uniform across the block
+    OdBlock<I, R> m;
     OdCursor<I> cur;
-    od_enter<I, R>(cur, o, meta, static_cast<I>(blockIdx.x));
+    if (!m.start(meta, cur)) return;
     // The tile being loaded (od_load).
     typename Reg<T>::type v[C][J];
     bool more = true;
-    od_load<T, I, C, J>(v, cur, a, a_col, a_row, da, tx, ty);
+    od_load<T, I, C, J>(v, cur, a, m.a_col, m.a_row, m.da, tx, ty);
     while (more) {
         // v -> shared (same guards as the loads, so no unset entry is read).
 #pragma unroll
@@ -124,28 +68,15 @@ TTGT_INLINE void od_body(const typename Param<T>::type* __restrict__ a,
         }
         __syncthreads();
         OdCursor<I> nxt = cur;
-        more = od_advance<I, R, TC, TR>(nxt, o, meta, nblk);
+        more = od_advance<I, R, TC, TR>(nxt, m.o, meta, m.nblk);
 #if TTGT_OD_PREFETCH
-        if (more) od_load<T, I, C, J>(v, nxt, a, a_col, a_row, da, tx, ty);
+        if (more) od_load<T, I, C, J>(v, nxt, a, m.a_col, m.a_row, m.da, tx, ty);
 #endif
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const I r = cur.r0 + 32 * u + tx;
-            if (r < cur.nr) {
-                const I br = cur.ob + *TTGT_CHECK(b_row + r);
-#pragma unroll
-                for (int j = 0; j < TC; j += 8) {
-                    const I cc = cur.c0 + ty + j;
-                    if (cc < cur.nc)
-                        Access<T>::put(b, br + *TTGT_CHECK(b_col + cc), db, tile[32 * u + tx][ty + j],
-                                       alpha, beta, mode);
-                }
-            }
-        }
+        od_store<T, I, U, TC>(tile, cur, b, m.b_col, m.b_row, m.db, alpha, beta, mode, tx, ty);
         // Every thread has read the tile before the next one overwrites it.
         __syncthreads();
 #if !TTGT_OD_PREFETCH
-        if (more) od_load<T, I, C, J>(v, nxt, a, a_col, a_row, da, tx, ty);
+        if (more) od_load<T, I, C, J>(v, nxt, a, m.a_col, m.a_row, m.da, tx, ty);
 #endif
         cur = nxt;
     }

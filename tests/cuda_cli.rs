@@ -77,7 +77,7 @@ fn cuda_backend_without_gpu_is_a_clear_error() {
     let (code, err) = ttgt(&["bench", "transpose", "--micro-blocks", "f32", "--only", "3"]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("--micro-blocks applies to --backend cuda only"),
+        err.contains("--micro-blocks and --async-copies apply to --backend cuda only"),
         "{err}"
     );
 }

@@ -136,6 +136,29 @@ fn micro_blocks_agree<T: Element>(dev: &mut Device) {
 }
 
 #[test]
+fn async_copy_kernels_agree() {
+    let Some(mut dev) = device("async_copy_kernels_agree") else {
+        return;
+    };
+    if let Err(e) = dev.set_async_copies(true) {
+        println!("SKIPPED: {e} [async_copy_kernels_agree]");
+        return;
+    }
+    transposes::<f32>(&dev, &[5, 4, 3, 6, 2, 7]);
+    transposes::<f64>(&dev, &[3, 2, 5, 2, 3, 4]);
+    transposes::<Complex32>(&dev, &[7, 3, 33, 2]);
+    transposes::<Complex64>(&dev, &[31, 2, 3, 17]);
+    // 2x2 blocks of f32 through cp.async, and the three execution modes.
+    micro_blocks_agree::<f32>(&mut dev);
+    let la = ttgt::Layout::row_major(&[64, 48, 40]).unwrap();
+    let lb = ttgt::Layout::row_major(&[40, 48, 64]).unwrap();
+    let p = dev
+        .transpose_plan(&[2, 1, 0], &la, &lb, ttgt::DType::F64, true)
+        .unwrap();
+    assert!(p.kernel.starts_with("ttgt_oda_"), "{}", p.kernel);
+}
+
+#[test]
 fn micro_blocked_and_element_wise_agree() {
     let Some(mut dev) = device("micro_blocked_and_element_wise_agree") else {
         return;

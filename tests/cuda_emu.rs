@@ -433,6 +433,76 @@ fn micro_blocked_f64_permutations() {
     assert!(k.keys().all(|f| !f.contains("q64")), "{k:?}");
 }
 
+/// Every `step`-th permutation of `sizes` through the asynchronous-copy OD kernels (OD forced
+/// and chosen, three execution modes); returns how often each kernel family ran.
+fn async_permutations<T: Element>(sizes: &[usize], step: usize) -> BTreeMap<String, usize> {
+    let a: ArrayD<T> = data(sizes, 17);
+    let mut kernels: BTreeMap<String, usize> = BTreeMap::new();
+    let mut failures = Vec::new();
+    let perms = all_perms(sizes.len());
+    for (i, perm) in perms.into_iter().enumerate().filter(|(i, _)| i % step == 0) {
+        let (alpha, beta) = [(1.0, 0.0), (-1.5, 0.0), (2.0, 0.5)][i / step % 3];
+        let (alpha, beta) = (T::from_f64(alpha), T::from_f64(beta));
+        for forced in [None, Some(Schema::OrthogonalDistinct)] {
+            let opts = TtlgOptions {
+                schema: forced,
+                async_copies: true,
+                ..TtlgOptions::default()
+            };
+            match run_plan(&perm, &a.view(), &opts, false, alpha, beta) {
+                Ok(Some(p)) => {
+                    let family = p.kernel.split('_').take(3).collect::<Vec<_>>().join("_");
+                    *kernels.entry(family).or_default() += 1
+                }
+                Ok(None) => {}
+                Err(e) => failures.push(format!("{perm:?} {forced:?} ({alpha}, {beta}): {e}")),
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} {} failures, first: {:#?}",
+        T::DTYPE,
+        failures.len(),
+        &failures[..failures.len().min(5)]
+    );
+    kernels
+}
+
+#[test]
+fn async_copy_od_kernels() {
+    // The cp.async pipeline (S tiles in shared memory, copies S - 1 tiles ahead) in every
+    // type it is built for; a grid of 3 blocks makes each block walk several slices, so the
+    // stage ring wraps many times.
+    let shapes: [&[usize]; 2] = [&[4, 3, 2, 6, 5, 4], &[33, 7, 40]];
+    let mut all: BTreeMap<String, usize> = BTreeMap::new();
+    for sizes in shapes {
+        let step = if sizes.len() == 6 { 7 } else { 1 };
+        for k in [
+            async_permutations::<f32>(sizes, step),
+            async_permutations::<f64>(sizes, step),
+            async_permutations::<Complex32>(sizes, step),
+            async_permutations::<Complex64>(sizes, step),
+        ] {
+            for (f, n) in k {
+                *all.entry(f).or_default() += n;
+            }
+        }
+    }
+    eprintln!("kernels: {all:?}");
+    for f in [
+        "ttgt_oda_f32",
+        "ttgt_oda_q32",
+        "ttgt_oda_f64",
+        "ttgt_oda_c32",
+        "ttgt_oda_c64",
+    ] {
+        assert!(all.get(f).copied().unwrap_or(0) >= 10, "{f}: {all:?}");
+    }
+    // No register-staged OD plan when the asynchronous kernels are asked for.
+    assert!(all.keys().all(|f| !f.starts_with("ttgt_od_")), "{all:?}");
+}
+
 #[test]
 fn micro_blocks_on_views_follow_strides_and_alignment() {
     let base: ArrayD<f32> = data(&[6, 8, 14], 12);

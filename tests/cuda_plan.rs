@@ -509,3 +509,48 @@ fn partial_packing_moves_the_small_operand_and_keeps_large_gemms_whole() {
         "{t}"
     );
 }
+
+#[test]
+fn async_copies_pick_the_cp_async_od_kernels() {
+    let a = Layout::row_major(&[64, 48, 40]).unwrap();
+    let b = Layout::row_major(&[40, 48, 64]).unwrap();
+    let run = |dtype: DType, micro_blocks: MicroBlocks| {
+        let o = TtlgOptions {
+            async_copies: true,
+            micro_blocks,
+            ..TtlgOptions::default()
+        };
+        TtlgPlan::new(
+            &[2, 1, 0],
+            &a,
+            &b,
+            dtype,
+            false,
+            &DeviceProps::nominal(),
+            &o,
+        )
+        .unwrap()
+        .kernel
+    };
+    assert!(run(DType::F32, MicroBlocks::F32).starts_with("ttgt_oda_q32_"));
+    assert!(run(DType::F32, MicroBlocks::Off).starts_with("ttgt_oda_f32_"));
+    assert!(run(DType::C64, MicroBlocks::F32).starts_with("ttgt_oda_c64_"));
+    // 32-byte elements (2x2 blocks of f64): cp.async copies at most 16 bytes at a time.
+    assert!(run(DType::F64, MicroBlocks::All).starts_with("ttgt_od_q64_"));
+    // Other schemas are unaffected.
+    let o = TtlgOptions {
+        async_copies: true,
+        ..TtlgOptions::default()
+    };
+    let p = TtlgPlan::new(
+        &[1, 0, 2],
+        &a,
+        &Layout::row_major(&[48, 64, 40]).unwrap(),
+        DType::F32,
+        false,
+        &DeviceProps::nominal(),
+        &o,
+    )
+    .unwrap();
+    assert!(p.kernel.starts_with("ttgt_fl_"), "{}", p.kernel);
+}

@@ -4,11 +4,10 @@
 
 use std::path::Path;
 
-use ttgt::backend::cuda::kernels::{all_kernels, check_signatures, ptx_entries, source_file};
-use ttgt::backend::cuda::ttlg::Schema;
+use ttgt::backend::cuda::kernels::{all_kernels, check_signatures, ptx_entries, KernelFile};
 
-fn ptx(schema: Schema) -> String {
-    let file = source_file(schema).replace(".cu", ".ptx");
+fn ptx(file: KernelFile) -> String {
+    let file = file.source().replace(".cu", ".ptx");
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("kernels/ptx")
         .join(file);
@@ -18,18 +17,19 @@ fn ptx(schema: Schema) -> String {
 #[test]
 fn ptx_entries_match_the_launcher() {
     let mut n = 0;
-    for s in Schema::ALL {
-        let text = ptx(s);
-        check_signatures(s, &text).unwrap();
+    for f in KernelFile::ALL {
+        let text = ptx(f);
+        check_signatures(f, &text).unwrap();
         n += ptx_entries(&text).unwrap().len();
-        assert!(text.contains(".target sm_70"), "{s}: PTX not for sm_70");
+        let target = format!(".target {}", f.target());
+        assert!(text.contains(&target), "{f:?}: PTX not for {}", f.target());
     }
     assert_eq!(n, all_kernels().len());
 }
 
 #[test]
 fn a_wrong_parameter_list_is_reported() {
-    let text = ptx(Schema::OrthogonalDistinct);
+    let text = ptx(KernelFile::Od);
     // Pretend the f32 kernels took a double alpha.
     let broken = text.replacen(
         ".param .f32 ttgt_od_f32_i32_r2_param_3",
@@ -37,6 +37,6 @@ fn a_wrong_parameter_list_is_reported() {
         1,
     );
     assert_ne!(broken, text);
-    let e = check_signatures(Schema::OrthogonalDistinct, &broken).unwrap_err();
+    let e = check_signatures(KernelFile::Od, &broken).unwrap_err();
     assert!(e.to_string().contains("ttgt_od_f32_i32_r2"), "{e}");
 }

@@ -222,6 +222,7 @@ extern "C" EmuEntry ttgt_emu_lookup_od(const char* name);
 extern "C" EmuEntry ttgt_emu_lookup_oa(const char* name);
 extern "C" EmuEntry ttgt_emu_lookup_fl(const char* name);
 extern "C" EmuEntry ttgt_emu_lookup_fs(const char* name);
+extern "C" EmuEntry ttgt_emu_lookup_oda(const char* name);
 
 // Runs kernel `name` under the emulator. Returns 0 on success, -1 for an unknown kernel,
 // another nonzero code on a failed launch (message from ttgt_emu_last_error).
@@ -234,6 +235,7 @@ extern "C" int ttgt_emu_launch(const char* name, const ttgt_emu::Launch* l) {
     if (!e) e = ttgt_emu_lookup_oa(name);
     if (!e) e = ttgt_emu_lookup_fl(name);
     if (!e) e = ttgt_emu_lookup_fs(name);
+    if (!e) e = ttgt_emu_lookup_oda(name);
     if (!e) {
         ttgt_emu::last_error = std::string("no kernel named ") + name;
         return -1;

@@ -176,6 +176,7 @@ impl<'d> TransposeBench<'d> {
                     schema: Some(s),
                     model: Some(dev.model().clone()),
                     micro_blocks: dev.micro_blocks(),
+                    async_copies: dev.async_copies(),
                     ..TtlgOptions::default()
                 };
                 TtlgPlan::new(&case.perm, &la, &lb, T::DTYPE, plain, dev.props(), &opts)?

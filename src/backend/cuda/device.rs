@@ -21,8 +21,7 @@ use crate::tensor::{DType, Element, Layout};
 use super::contract::{BlasCall, GpuContractionPlan};
 use super::kernels;
 use super::ttlg::{
-    DeviceProps, GpuModel, GpuTuning, MicroBlocks, Schema, TtlgOptions, TtlgPlan,
-    MEASURE_CANDIDATES,
+    DeviceProps, GpuModel, GpuTuning, MicroBlocks, TtlgOptions, TtlgPlan, MEASURE_CANDIDATES,
 };
 
 fn gpu<E: std::fmt::Debug>(what: &str) -> impl FnOnce(E) -> Error + '_ {
@@ -281,7 +280,9 @@ pub struct Device {
     model: GpuModel,
     tuning: GpuTuning,
     micro_blocks: MicroBlocks,
-    modules: Mutex<HashMap<Schema, Arc<CudaModule>>>,
+    async_copies: bool,
+    compute_major: i32,
+    modules: Mutex<HashMap<kernels::KernelFile, Arc<CudaModule>>>,
     functions: Mutex<HashMap<String, CudaFunction>>,
     pool: Mutex<HashMap<usize, Vec<CudaSlice<u8>>>>,
     plans: Mutex<HashMap<PlanKey, Arc<CachedPlan>>>,
@@ -320,6 +321,7 @@ impl Device {
         use cudarc::driver::sys::CUdevice_attribute as A;
         let sm = attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?.max(1) as u32;
         let shared = attr(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?.max(0) as usize;
+        let compute_major = attr(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
         // Uncalibrated copy bandwidth: 85% of the DRAM peak (2 transfers per memory clock
         // over the bus width), the usual reach of a device-to-device copy.
         let clock_khz = attr(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)
@@ -354,6 +356,8 @@ impl Device {
             model,
             tuning: GpuTuning::Estimate,
             micro_blocks: MicroBlocks::default(),
+            async_copies: false,
+            compute_major,
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
             pool: Mutex::new(HashMap::new()),
@@ -440,6 +444,41 @@ impl Device {
     pub fn set_micro_blocks(&mut self, setting: MicroBlocks) {
         self.micro_blocks = setting;
         self.clear_plan_cache();
+    }
+
+    /// Whether Orthogonal-Distinct runs the asynchronous-copy kernels
+    /// ([`TtlgOptions::async_copies`]; off by default).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// assert!(!ttgt::backend::cuda::device::Device::new(0).unwrap().async_copies());
+    /// # }
+    /// ```
+    pub fn async_copies(&self) -> bool {
+        self.async_copies
+    }
+
+    /// Turns the asynchronous-copy OD kernels on or off and drops cached plans; an error on
+    /// a GPU older than compute capability 8.0 (no cp.async).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// let mut dev = ttgt::backend::cuda::device::Device::new(0).unwrap();
+    /// if dev.set_async_copies(true).is_err() {
+    ///     println!("no cp.async on this GPU");
+    /// }
+    /// # }
+    /// ```
+    pub fn set_async_copies(&mut self, on: bool) -> Result<()> {
+        if on && self.compute_major < 8 {
+            return Err(Error::Unsupported(format!(
+                "asynchronous copies need compute capability 8.0 or later; {} is {}.x",
+                self.props.name, self.compute_major
+            )));
+        }
+        self.async_copies = on;
+        self.clear_plan_cache();
+        Ok(())
     }
 
     /// Replaces the model (after calibration) and drops cached plans.
@@ -633,20 +672,22 @@ impl Device {
         ArrayD::from_shape_vec(IxDyn(t.shape()), out).map_err(|e| Error::Layout(e.to_string()))
     }
 
-    fn function(&self, name: &str, schema: Schema) -> Result<CudaFunction> {
+    fn function(&self, name: &str) -> Result<CudaFunction> {
         if let Some(f) = lock(&self.functions, "kernel table")?.get(name) {
             return Ok(f.clone());
         }
+        let file = kernels::KernelFile::of_kernel(name)
+            .ok_or_else(|| Error::Gpu(format!("no kernel file defines {name}")))?;
         let module = {
             let mut mods = lock(&self.modules, "module table")?;
-            match mods.get(&schema) {
+            match mods.get(&file) {
                 Some(m) => m.clone(),
                 None => {
                     let m = self
                         .ctx
-                        .load_module(Ptx::from_src(kernels::ptx_source(schema)?))
-                        .map_err(gpu("loading the kernels' PTX"))?;
-                    mods.insert(schema, m.clone());
+                        .load_module(Ptx::from_src(kernels::ptx_source(file)?))
+                        .map_err(gpu(&format!("loading the PTX of {}", file.source())))?;
+                    mods.insert(file, m.clone());
                     m
                 }
             }
@@ -673,6 +714,7 @@ impl Device {
         let opts = TtlgOptions {
             model: Some(self.model.clone()),
             micro_blocks: self.micro_blocks,
+            async_copies: self.async_copies,
             ..TtlgOptions::default()
         };
         let cached = match self.tuning {
@@ -795,7 +837,7 @@ impl Device {
             return Ok(());
         }
         let mode = TtlgPlan::mode(alpha.is_exact_one(), beta.is_exact_zero());
-        let f = self.function(&plan.kernel, plan.schema)?;
+        let f = self.function(&plan.kernel)?;
         let kd = plan.problem.kernel_dtype;
         let (sa, sb) = (ScalarArg::new(kd, alpha), ScalarArg::new(kd, beta));
         let cfg = LaunchConfig {

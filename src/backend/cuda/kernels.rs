@@ -56,48 +56,180 @@ pub fn params(dtype: DType) -> [Param; 6] {
     ]
 }
 
-/// The `.cu` file of each schema (under `kernels/`).
+/// One PTX module: a `.cu` file of `kernels/` and the kernels it defines.
+///
+/// ```
+/// use ttgt::backend::cuda::{kernels::KernelFile, ttlg::Schema};
+/// assert_eq!(KernelFile::of_schema(Schema::FviMatchSmall).source(), "ttlg_fs.cu");
+/// assert_eq!(KernelFile::of_kernel("ttgt_oda_f64_i32_r4"), Some(KernelFile::OdAsync));
+/// assert_eq!(KernelFile::of_kernel("ttgt_od_f64_i32_r4"), Some(KernelFile::Od));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelFile {
+    /// Orthogonal-Distinct, loads staged in registers (sm_70).
+    Od,
+    /// Orthogonal-Arbitrary (sm_70).
+    Oa,
+    /// FVI-Match-Large (sm_70).
+    Fl,
+    /// FVI-Match-Small (sm_70).
+    Fs,
+    /// Orthogonal-Distinct with asynchronous global-to-shared copies (cp.async, sm_80).
+    OdAsync,
+}
+
+impl KernelFile {
+    /// All five, in a fixed order.
+    ///
+    /// ```
+    /// assert_eq!(ttgt::backend::cuda::kernels::KernelFile::ALL.len(), 5);
+    /// ```
+    pub const ALL: [KernelFile; 5] = [
+        KernelFile::Od,
+        KernelFile::Oa,
+        KernelFile::Fl,
+        KernelFile::Fs,
+        KernelFile::OdAsync,
+    ];
+
+    /// The register-staged file of a schema.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::{kernels::KernelFile, ttlg::Schema};
+    /// assert_eq!(KernelFile::of_schema(Schema::OrthogonalArbitrary), KernelFile::Oa);
+    /// ```
+    pub fn of_schema(schema: Schema) -> Self {
+        match schema {
+            Schema::OrthogonalDistinct => KernelFile::Od,
+            Schema::OrthogonalArbitrary => KernelFile::Oa,
+            Schema::FviMatchLarge => KernelFile::Fl,
+            Schema::FviMatchSmall => KernelFile::Fs,
+        }
+    }
+
+    /// The file defining kernel `name`, from its prefix (`ttgt_<od|oa|fl|fs|oda>_`).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::kernels::KernelFile;
+    /// assert_eq!(KernelFile::of_kernel("ttgt_fl_c64_i64_r8"), Some(KernelFile::Fl));
+    /// assert_eq!(KernelFile::of_kernel("memcpy"), None);
+    /// ```
+    pub fn of_kernel(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| name.starts_with(f.prefix()))
+    }
+
+    /// The name of the kernels' family in kernel names (`od`, ..., `oda`).
+    ///
+    /// ```
+    /// assert_eq!(ttgt::backend::cuda::kernels::KernelFile::OdAsync.family(), "oda");
+    /// ```
+    pub fn family(self) -> &'static str {
+        match self {
+            KernelFile::Od => "od",
+            KernelFile::Oa => "oa",
+            KernelFile::Fl => "fl",
+            KernelFile::Fs => "fs",
+            KernelFile::OdAsync => "oda",
+        }
+    }
+
+    /// The prefix of its kernels' names (`ttgt_od_`, ...).
+    ///
+    /// ```
+    /// assert_eq!(ttgt::backend::cuda::kernels::KernelFile::Oa.prefix(), "ttgt_oa_");
+    /// ```
+    pub fn prefix(self) -> &'static str {
+        match self {
+            KernelFile::Od => "ttgt_od_",
+            KernelFile::Oa => "ttgt_oa_",
+            KernelFile::Fl => "ttgt_fl_",
+            KernelFile::Fs => "ttgt_fs_",
+            KernelFile::OdAsync => "ttgt_oda_",
+        }
+    }
+
+    /// The `.cu` file under `kernels/`.
+    ///
+    /// ```
+    /// assert_eq!(ttgt::backend::cuda::kernels::KernelFile::OdAsync.source(), "ttlg_oda.cu");
+    /// ```
+    pub fn source(self) -> &'static str {
+        match self {
+            KernelFile::Od => "ttlg_od.cu",
+            KernelFile::Oa => "ttlg_oa.cu",
+            KernelFile::Fl => "ttlg_fl.cu",
+            KernelFile::Fs => "ttlg_fs.cu",
+            KernelFile::OdAsync => "ttlg_oda.cu",
+        }
+    }
+
+    /// The PTX target the file is compiled for (the oldest GPU that can load it).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::kernels::KernelFile;
+    /// assert_eq!((KernelFile::Od.target(), KernelFile::OdAsync.target()), ("sm_70", "sm_80"));
+    /// ```
+    pub fn target(self) -> &'static str {
+        match self {
+            KernelFile::OdAsync => "sm_80",
+            _ => "sm_70",
+        }
+    }
+
+    /// Element type names its kernels are instantiated for.
+    fn types(self) -> &'static [(&'static str, DType)] {
+        const PLAIN: [(&str, DType); 4] = [
+            ("f32", DType::F32),
+            ("f64", DType::F64),
+            ("c32", DType::C32),
+            ("c64", DType::C64),
+        ];
+        const BLOCKS: [(&str, DType); 6] = [
+            PLAIN[0],
+            PLAIN[1],
+            PLAIN[2],
+            PLAIN[3],
+            ("q32", DType::F32),
+            ("q64", DType::F64),
+        ];
+        match self {
+            KernelFile::Od | KernelFile::Oa => &BLOCKS,
+            KernelFile::Fl | KernelFile::Fs => &PLAIN,
+            // cp.async copies 4, 8 or 16 bytes: no 32-byte blocks of f64.
+            KernelFile::OdAsync => &BLOCKS[..5],
+        }
+    }
+}
+
+/// The `.cu` file of a schema's register-staged kernels (under `kernels/`).
 ///
 /// ```
 /// use ttgt::backend::cuda::{kernels::source_file, ttlg::Schema};
 /// assert_eq!(source_file(Schema::FviMatchSmall), "ttlg_fs.cu");
 /// ```
 pub fn source_file(schema: Schema) -> &'static str {
-    match schema {
-        Schema::OrthogonalDistinct => "ttlg_od.cu",
-        Schema::OrthogonalArbitrary => "ttlg_oa.cu",
-        Schema::FviMatchLarge => "ttlg_fl.cu",
-        Schema::FviMatchSmall => "ttlg_fs.cu",
-    }
+    KernelFile::of_schema(schema).source()
 }
 
 /// Every kernel name with the scalar type of its parameters, in the order the sources
-/// instantiate them: four schemas in four types, and OD and OA for 2x2 blocks of f32 and of
-/// f64 (`q32`, `q64`: f32 and f64 parameters).
+/// instantiate them: four schemas in four types, OD and OA also for 2x2 blocks of f32 and
+/// of f64 (`q32`, `q64`: f32 and f64 parameters), and the asynchronous-copy OD kernels
+/// (`oda`) in the four types and `q32`.
 ///
 /// ```
 /// let all = ttgt::backend::cuda::kernels::all_kernels();
-/// assert_eq!(all.len(), 4 * 4 * 2 * 3 + 2 * 2 * 2 * 3);
+/// assert_eq!(all.len(), (2 * 6 + 2 * 4 + 5) * 2 * 3);
 /// assert!(all.iter().any(|(n, _)| n == "ttgt_od_c64_i64_r8"));
 /// assert!(all.iter().any(|(n, d)| n == "ttgt_oa_q32_i32_r4" && *d == ttgt::DType::F32));
+/// assert!(all.iter().any(|(n, _)| n == "ttgt_oda_q32_i32_r2"));
 /// ```
 pub fn all_kernels() -> Vec<(String, DType)> {
     let mut v = Vec::new();
-    for s in Schema::ALL {
-        let mut types = vec![
-            ("f32", DType::F32),
-            ("f64", DType::F64),
-            ("c32", DType::C32),
-            ("c64", DType::C64),
-        ];
-        if matches!(s, Schema::OrthogonalDistinct | Schema::OrthogonalArbitrary) {
-            types.push(("q32", DType::F32));
-            types.push(("q64", DType::F64));
-        }
-        for (tn, d) in types {
+    for f in KernelFile::ALL {
+        for &(tn, d) in f.types() {
             for i in ["i32", "i64"] {
                 for r in [2, 4, 8] {
-                    v.push((format!("ttgt_{}_{}_{}_r{}", s.short_name(), tn, i, r), d));
+                    v.push((format!("{}{}_{}_r{}", f.prefix(), tn, i, r), d));
                 }
             }
         }
@@ -204,19 +336,18 @@ pub fn param_matches(p: Param, x: &PtxParam) -> bool {
     }
 }
 
-/// Checks that `ptx` defines every kernel of `schema` with the launcher's parameter list.
+/// Checks that `ptx` defines every kernel of `file` with the launcher's parameter list.
 ///
 /// ```no_run
-/// use ttgt::backend::cuda::{kernels, ttlg::Schema};
+/// use ttgt::backend::cuda::kernels::{self, KernelFile};
 /// let ptx = std::fs::read_to_string("kernels/ptx/ttlg_od.ptx").unwrap();
-/// kernels::check_signatures(Schema::OrthogonalDistinct, &ptx).unwrap();
+/// kernels::check_signatures(KernelFile::Od, &ptx).unwrap();
 /// ```
-pub fn check_signatures(schema: Schema, ptx: &str) -> Result<()> {
+pub fn check_signatures(file: KernelFile, ptx: &str) -> Result<()> {
     let entries = ptx_entries(ptx)?;
-    let prefix = format!("ttgt_{}_", schema.short_name());
     let want: Vec<(String, DType)> = all_kernels()
         .into_iter()
-        .filter(|(n, _)| n.starts_with(&prefix))
+        .filter(|(n, _)| KernelFile::of_kernel(n) == Some(file))
         .collect();
     for (name, dtype) in &want {
         let (_, got) = entries
@@ -233,7 +364,7 @@ pub fn check_signatures(schema: Schema, ptx: &str) -> Result<()> {
     if entries.len() != want.len() {
         return Err(Error::Unsupported(format!(
             "PTX of {} has {} entries, expected {}",
-            source_file(schema),
+            file.source(),
             entries.len(),
             want.len()
         )));
@@ -241,21 +372,22 @@ pub fn check_signatures(schema: Schema, ptx: &str) -> Result<()> {
     Ok(())
 }
 
-/// The embedded PTX of a schema (generated ahead by `.ci/cuda.sh`, see docs/CUDA.md).
+/// The embedded PTX of a kernel file (generated ahead by `.ci/cuda.sh`, see docs/CUDA.md).
 ///
 /// ```
 /// # #[cfg(feature = "cuda")] {
-/// use ttgt::backend::cuda::{kernels::ptx, ttlg::Schema};
-/// assert!(ptx(Schema::OrthogonalDistinct).contains(".entry ttgt_od_f32_i32_r2"));
+/// use ttgt::backend::cuda::kernels::{ptx, KernelFile};
+/// assert!(ptx(KernelFile::Od).contains(".entry ttgt_od_f32_i32_r2"));
 /// # }
 /// ```
 #[cfg(feature = "cuda")]
-pub fn ptx(schema: Schema) -> &'static str {
-    match schema {
-        Schema::OrthogonalDistinct => include_str!("../../../kernels/ptx/ttlg_od.ptx"),
-        Schema::OrthogonalArbitrary => include_str!("../../../kernels/ptx/ttlg_oa.ptx"),
-        Schema::FviMatchLarge => include_str!("../../../kernels/ptx/ttlg_fl.ptx"),
-        Schema::FviMatchSmall => include_str!("../../../kernels/ptx/ttlg_fs.ptx"),
+pub fn ptx(file: KernelFile) -> &'static str {
+    match file {
+        KernelFile::Od => include_str!("../../../kernels/ptx/ttlg_od.ptx"),
+        KernelFile::Oa => include_str!("../../../kernels/ptx/ttlg_oa.ptx"),
+        KernelFile::Fl => include_str!("../../../kernels/ptx/ttlg_fl.ptx"),
+        KernelFile::Fs => include_str!("../../../kernels/ptx/ttlg_fs.ptx"),
+        KernelFile::OdAsync => include_str!("../../../kernels/ptx/ttlg_oda.ptx"),
     }
 }
 
@@ -263,23 +395,22 @@ pub fn ptx(schema: Schema) -> &'static str {
 /// embedded ones: for trying kernel variants on a GPU machine without rebuilding the crate.
 pub const PTX_DIR_ENV: &str = "TTGT_PTX_DIR";
 
-/// The PTX a device loads for `schema`: the file of that schema in `$TTGT_PTX_DIR` when the
-/// variable is set (its entries are checked against the launcher's parameter lists), else
-/// the embedded PTX.
+/// The PTX a device loads for `file`: that file in `$TTGT_PTX_DIR` when the variable is set
+/// (its entries are checked against the launcher's parameter lists), else the embedded PTX.
 ///
 /// ```
 /// # #[cfg(feature = "cuda")] {
-/// use ttgt::backend::cuda::{kernels::ptx_source, ttlg::Schema};
+/// use ttgt::backend::cuda::kernels::{ptx_source, KernelFile};
 /// std::env::remove_var("TTGT_PTX_DIR");
-/// assert!(ptx_source(Schema::FviMatchLarge).unwrap().contains(".entry ttgt_fl_f32_i32_r2"));
+/// assert!(ptx_source(KernelFile::Fl).unwrap().contains(".entry ttgt_fl_f32_i32_r2"));
 /// # }
 /// ```
 #[cfg(feature = "cuda")]
-pub fn ptx_source(schema: Schema) -> Result<std::borrow::Cow<'static, str>> {
+pub fn ptx_source(file: KernelFile) -> Result<std::borrow::Cow<'static, str>> {
     let Some(dir) = std::env::var_os(PTX_DIR_ENV) else {
-        return Ok(std::borrow::Cow::Borrowed(ptx(schema)));
+        return Ok(std::borrow::Cow::Borrowed(ptx(file)));
     };
-    let name = source_file(schema).replace(".cu", ".ptx");
+    let name = file.source().replace(".cu", ".ptx");
     let path = std::path::Path::new(&dir).join(&name);
     let text = std::fs::read_to_string(&path).map_err(|e| {
         Error::Gpu(format!(
@@ -287,6 +418,6 @@ pub fn ptx_source(schema: Schema) -> Result<std::borrow::Cow<'static, str>> {
             path.display()
         ))
     })?;
-    check_signatures(schema, &text)?;
+    check_signatures(file, &text)?;
     Ok(std::borrow::Cow::Owned(text))
 }

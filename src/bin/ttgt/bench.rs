@@ -194,6 +194,10 @@ pub struct TransposeArgs {
     /// f32 (the default) or all (f32 and f64).
     #[arg(long, value_name = "TYPES")]
     pub micro_blocks: Option<String>,
+    /// With --backend cuda: Orthogonal-Distinct with asynchronous global-to-shared copies
+    /// (cp.async; compute capability 8.0 and later).
+    #[arg(long)]
+    pub async_copies: bool,
     /// Non-temporal stores for beta = 0: on, off, or auto (the plan's rule).
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub streaming: String,
@@ -331,15 +335,16 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
             a.schema.as_deref(),
             a.measure,
             a.micro_blocks.as_deref(),
+            a.async_copies,
             a.json,
         );
     }
     if a.schema.is_some() {
         return Err(CliError::new("--schema applies to --backend cuda only"));
     }
-    if a.micro_blocks.is_some() {
+    if a.micro_blocks.is_some() || a.async_copies {
         return Err(CliError::new(
-            "--micro-blocks applies to --backend cuda only",
+            "--micro-blocks and --async-copies apply to --backend cuda only",
         ));
     }
     let threads = a.threads.unwrap_or_else(rayon::current_num_threads);

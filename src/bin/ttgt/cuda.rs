@@ -88,7 +88,8 @@ fn device() -> CliResult<ttgt::backend::cuda::device::Device> {
 
 /// `ttgt bench transpose --backend cuda`; `schema` forces a TTLG schema (cases where it
 /// does not apply are skipped); `measure` (milliseconds) turns on measured tuning;
-/// `micro_blocks` (off, f32 or all) sets which types move in 2x2 blocks.
+/// `micro_blocks` (off, f32 or all) sets which types move in 2x2 blocks; `async_copies`
+/// runs OD with cp.async.
 #[allow(unused_variables, clippy::too_many_arguments)]
 pub fn bench_transpose(
     cases: &[ttgt::bench::TransposeCase],
@@ -98,6 +99,7 @@ pub fn bench_transpose(
     schema: Option<&str>,
     measure: Option<u64>,
     micro_blocks: Option<&str>,
+    async_copies: bool,
     as_json: bool,
 ) -> CliResult<()> {
     #[cfg(not(feature = "cuda"))]
@@ -119,6 +121,8 @@ pub fn bench_transpose(
             });
         }
         dev.set_micro_blocks(micro_blocks);
+        dev.set_async_copies(async_copies)
+            .map_err(|e| CliError::new(format!("--async-copies: {e}")))?;
         let mut tb = ttgt::backend::cuda::bench::TransposeBench::new(&dev);
         let mut ratios = Vec::new();
         let mut skipped = 0usize;
@@ -144,6 +148,7 @@ pub fn bench_transpose(
                        "cases": ratios.len(), "skipped": skipped,
                        "schema": schema.map(|s| s.short_name()), "measure_ms": measure,
                        "micro_blocks": format!("{micro_blocks:?}").to_lowercase(),
+                       "async_copies": async_copies,
                        "mean_ratio": mean, "min_ratio": min});
         say(&if as_json {
             s.to_string()

@@ -50,6 +50,10 @@ pub struct TtlgOptions {
     /// it ([`GpuProblem::micro_blocked`]; default f32 only; for comparisons: `ttgt bench
     /// transpose --backend cuda --micro-blocks off|f32|all`).
     pub micro_blocks: MicroBlocks,
+    /// Run Orthogonal-Distinct with the asynchronous-copy kernels (`ttgt_oda_*`: cp.async,
+    /// GPUs of compute capability 8.0 and later; elements of at most 16 bytes) instead of
+    /// the register-staged ones. Off by default (not yet timed on a GPU).
+    pub async_copies: bool,
 }
 
 impl Default for TtlgOptions {
@@ -60,6 +64,7 @@ impl Default for TtlgOptions {
             align: 16,
             force_index64: false,
             micro_blocks: MicroBlocks::default(),
+            async_copies: false,
         }
     }
 }
@@ -404,9 +409,14 @@ impl TtlgPlan {
             .max(meta.len() as u64)
             .max(problem.elements as u64);
         let index64 = opts.force_index64 || bound >= (1u64 << 31) - (1u64 << 24);
+        let family = if schema == Schema::OrthogonalDistinct && opts.async_copies && size <= 16 {
+            "oda"
+        } else {
+            schema.short_name()
+        };
         let kernel = format!(
             "ttgt_{}_{}_{}_r{}",
-            schema.short_name(),
+            family,
             problem.kernel_type_name(),
             if index64 { "i64" } else { "i32" },
             outer_rank

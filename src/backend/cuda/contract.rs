@@ -689,7 +689,9 @@ impl GpuContractionPlan {
                         let sa = step_of(al, &pa, a_shape, true)?;
                         let sb = step_of(bl, &pb, b_shape, true)?;
                         let sc = step_of(&pc, cl, &pc_shape, beta_zero)?;
-                        for mask in 0u32..8 {
+                        // (Mask 0, all three in place, has no call: the direct check
+                        // above failed.)
+                        for mask in 1u32..8 {
                             let packed = [mask & 1 != 0, mask & 2 != 0, mask & 4 != 0];
                             let call = if mask == 7 {
                                 BlasCall::packed(&gemm)

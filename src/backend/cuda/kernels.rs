@@ -201,16 +201,6 @@ impl KernelFile {
     }
 }
 
-/// The `.cu` file of a schema's register-staged kernels (under `kernels/`).
-///
-/// ```
-/// use ttgt::backend::cuda::{kernels::source_file, ttlg::Schema};
-/// assert_eq!(source_file(Schema::FviMatchSmall), "ttlg_fs.cu");
-/// ```
-pub fn source_file(schema: Schema) -> &'static str {
-    KernelFile::of_schema(schema).source()
-}
-
 /// Every kernel name with the scalar type of its parameters, in the order the sources
 /// instantiate them: four schemas in four types, OD and OA also for 2x2 blocks of f32 and
 /// of f64 (`q32`, `q64`: f32 and f64 parameters), and the asynchronous-copy OD kernels

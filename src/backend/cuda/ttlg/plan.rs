@@ -285,28 +285,21 @@ impl TtlgPlan {
                 ),
             }));
         }
+        // The other form's share, then the preferred form's, alternated from the preferred.
         let k = k.max(1);
-        let other =
-            lists
-                .get(1)
-                .map_or(0, |l| l.len())
-                .min(if k >= 2 { (k / 3).max(1) } else { 0 });
-        let mut picked: Vec<(usize, Scored)> = Vec::with_capacity(k);
         lists.resize_with(2, Vec::new);
-        let mut it = lists.into_iter().map(|l| l.into_iter()).collect::<Vec<_>>();
-        while picked.len() < k {
-            let before = picked.len();
-            if let Some(x) = it[0].next() {
-                picked.push((0, x));
-            }
-            if picked.len() < k && picked.iter().filter(|(w, _)| *w == 1).count() < other {
-                if let Some(x) = it[1].next() {
-                    picked.push((1, x));
-                }
-            }
-            if picked.len() == before {
+        let n1 = lists[1].len().min(if k >= 2 { (k / 3).max(1) } else { 0 });
+        let n0 = lists[0].len().min(k - n1);
+        let mut second_list = lists.pop().unwrap_or_default().into_iter().take(n1);
+        let mut first_list = lists.pop().unwrap_or_default().into_iter().take(n0);
+        let mut picked: Vec<(usize, Scored)> = Vec::with_capacity(n0 + n1);
+        loop {
+            let (x, y) = (first_list.next(), second_list.next());
+            if x.is_none() && y.is_none() {
                 break;
             }
+            picked.extend(x.map(|x| (0, x)));
+            picked.extend(y.map(|y| (1, y)));
         }
         picked
             .into_iter()

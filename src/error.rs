@@ -184,6 +184,9 @@ pub enum Error {
     /// An operation that is valid einsum but not supported by the called entry point.
     #[error("{0}")]
     Unsupported(String),
+    /// A contraction path that does not fit the spec, or no path within a memory limit.
+    #[error("invalid contraction path: {0}")]
+    InvalidPath(String),
     /// A GPU failure: no CUDA driver or device, out of device memory, a failed kernel launch
     /// or cuBLAS call (CUDA backend).
     #[error("GPU: {0}")]

@@ -33,14 +33,14 @@ pub mod reference;
 pub mod tensor;
 pub mod transpose;
 
-use ndarray::{ArrayBase, ArrayD, ArrayViewD, Data, DataMut, Dimension, IxDyn};
+use ndarray::{ArrayBase, ArrayD, ArrayViewD, Axis, Data, DataMut, Dimension, IxDyn};
 
 pub use backend::cpu::StepTimes;
 pub use error::{Error, Result};
-pub use plan::ContractionPlan;
+pub use plan::{ContractionPath, ContractionPlan, PathOptions};
 pub use tensor::{DType, Element, Layout};
 
-use einsum::{parse, Label};
+use einsum::parse;
 use tensor::{check_permutation, spans_overlap, StridedView, StridedViewMut};
 
 /// An output array of `shape` (zeros), or an allocation error.
@@ -279,8 +279,9 @@ where
 }
 
 /// einsum with any number of operands. One and two operands run through the planner; more
-/// are contracted pairwise from the left, each intermediate keeping only the indices still
-/// needed.
+/// are contracted pairwise in the order [`einsum_path`] finds with default options (the
+/// fewest FLOPs, searched exactly up to ten operands), each intermediate keeping only the
+/// indices still needed.
 ///
 /// ```
 /// use ndarray::Array2;
@@ -290,85 +291,124 @@ where
 /// assert_eq!(r, Array2::<f64>::from_elem((3, 3), 2.0).into_dyn());
 /// ```
 pub fn einsum<T: Element>(spec: &str, operands: &[ArrayViewD<'_, T>]) -> Result<ArrayD<T>> {
-    match operands {
-        [a] => return einsum_unary(spec, a),
-        [a, b] => return contract(spec, a, b),
-        _ => {}
+    einsum_with(spec, operands, &PathOptions::default())
+}
+
+/// The contraction order [`einsum_with`] would follow for operands of these shapes, with its
+/// FLOP count (numpy's `einsum_path`).
+///
+/// ```
+/// use ttgt::plan::{PathOptions, PathStrategy};
+/// let shapes: [&[usize]; 4] = [&[8, 8], &[8, 64], &[64, 64, 64], &[64, 8]];
+/// let best = ttgt::einsum_path("ab,bc,cde,ef->adf", &shapes, &PathOptions::default()).unwrap();
+/// let left = PathOptions { strategy: PathStrategy::LeftToRight, ..Default::default() };
+/// let naive = ttgt::einsum_path("ab,bc,cde,ef->adf", &shapes, &left).unwrap();
+/// assert!(best.flops() <= naive.flops());
+/// println!("{best}");
+/// ```
+pub fn einsum_path(
+    spec: &str,
+    shapes: &[&[usize]],
+    options: &PathOptions,
+) -> Result<ContractionPath> {
+    let bound = parse(spec)?.bind(shapes)?;
+    ContractionPath::new(&bound, options)
+}
+
+/// An operand of a pairwise step: one of the caller's (a view) or an intermediate.
+enum Operand<'a, T> {
+    Given(ArrayViewD<'a, T>),
+    Made(ArrayD<T>),
+}
+
+impl<T> Operand<'_, T> {
+    fn view(&self) -> ArrayViewD<'_, T> {
+        match self {
+            Operand::Given(v) => v.view(),
+            Operand::Made(a) => a.view(),
+        }
     }
-    let parsed = parse(spec)?;
+}
+
+/// einsum with any number of operands, contracted pairwise along the path that `options`
+/// chooses (see [`plan::PathStrategy`]); each step is planned and run like [`contract`].
+///
+/// ```
+/// use ndarray::{Array2, ArrayD};
+/// use ttgt::plan::{PathOptions, PathStrategy};
+/// let a = ArrayD::<f64>::from_elem(vec![4, 5], 1.0);
+/// let b = ArrayD::<f64>::from_elem(vec![5, 6], 2.0);
+/// let c = ArrayD::<f64>::from_elem(vec![6, 3], 0.5);
+/// let o = PathOptions { strategy: PathStrategy::Explicit(vec![(1, 2), (0, 1)]), ..Default::default() };
+/// let r = ttgt::einsum_with("ij,jk,kl->il", &[a.view(), b.view(), c.view()], &o).unwrap();
+/// assert_eq!(r, Array2::<f64>::from_elem((4, 3), 30.0).into_dyn());
+/// ```
+pub fn einsum_with<T: Element>(
+    spec: &str,
+    operands: &[ArrayViewD<'_, T>],
+    options: &PathOptions,
+) -> Result<ArrayD<T>> {
     let shapes: Vec<&[usize]> = operands.iter().map(|a| a.shape()).collect();
-    let bound = parsed.bind(&shapes)?;
-    if operands.is_empty() {
-        return Err(Error::OperandCount {
-            spec: spec.to_string(),
-            expected: bound.inputs().len(),
-            given: 0,
-        });
+    let path = einsum_path(spec, &shapes, options)?;
+    Ok(einsum_along(&path, operands)?.0)
+}
+
+/// Runs a path made by [`einsum_path`] on operands of the shapes it was made for: the result
+/// and the wall time of each pairwise step (a path of one operand has no step).
+///
+/// ```
+/// use ndarray::ArrayD;
+/// let shapes: [&[usize]; 3] = [&[6, 7], &[7, 8], &[8, 2]];
+/// let path = ttgt::einsum_path("ij,jk,kl->il", &shapes, &Default::default()).unwrap();
+/// let ops: Vec<ArrayD<f32>> = shapes.iter().map(|s| ArrayD::from_elem(s.to_vec(), 1.0)).collect();
+/// let views: Vec<_> = ops.iter().map(|a| a.view()).collect();
+/// let (r, times) = ttgt::einsum_along(&path, &views).unwrap();
+/// assert_eq!(times.len(), 2);
+/// assert!(r.iter().all(|&x| x == 56.0));
+/// ```
+pub fn einsum_along<T: Element>(
+    path: &ContractionPath,
+    operands: &[ArrayViewD<'_, T>],
+) -> Result<(ArrayD<T>, Vec<std::time::Duration>)> {
+    let given: Vec<&[usize]> = operands.iter().map(|a| a.shape()).collect();
+    let made: Vec<&[usize]> = path.shapes().iter().map(Vec::as_slice).collect();
+    if given != made {
+        return Err(Error::PlanMismatch(format!(
+            "the path for {} was made for operand shapes {made:?}, not {given:?}",
+            path.spec()
+        )));
     }
-    // Name every label (letters and `...` dims) by a letter for the pairwise sub-specs.
-    let labels: Vec<Label> = bound.extents().keys().copied().collect();
-    let used: Vec<char> = labels
+    if let [a] = operands {
+        return Ok((einsum_unary(path.spec(), a)?, Vec::new()));
+    }
+    // Stretched `...` axes (extent 1) hold one value along their index: drop them, as the
+    // path did.
+    let mut list: Vec<Operand<'_, T>> = operands
         .iter()
-        .filter_map(|l| match l {
-            Label::Letter(c) => Some(*c),
-            Label::Broadcast(_) => None,
+        .zip(path.stretched())
+        .map(|(a, st)| {
+            let mut v = a.view();
+            for ax in (0..st.len()).rev().filter(|&ax| st[ax]) {
+                v.index_axis_inplace(Axis(ax), 0);
+            }
+            Operand::Given(v)
         })
         .collect();
-    let mut free = ('a'..='z').chain('A'..='Z').filter(|c| !used.contains(c));
-    let mut letter = std::collections::BTreeMap::new();
-    for &l in &labels {
-        let c = match l {
-            Label::Letter(c) => c,
-            Label::Broadcast(_) => free.next().ok_or_else(|| {
-                Error::Unsupported(
-                    "too many distinct indices for pairwise evaluation (more than 52)".into(),
-                )
-            })?,
-        };
-        letter.insert(l, c);
+    let mut times = Vec::with_capacity(path.steps().len());
+    for step in path.steps() {
+        let (i, j) = step.pair;
+        let start = std::time::Instant::now();
+        let y = list.remove(j);
+        let x = list.remove(i);
+        let r = contract(&step.spec, &x.view(), &y.view())?;
+        drop((x, y)); // intermediates go as soon as they are used
+        times.push(start.elapsed());
+        list.push(Operand::Made(r));
     }
-    let text = |ls: &[Label]| ls.iter().map(|l| letter[l]).collect::<String>();
-    let views: Vec<ArrayViewD<'_, T>> = operands
-        .iter()
-        .enumerate()
-        .map(|(k, a)| {
-            let dims: Vec<usize> = bound.inputs()[k].iter().map(|&l| bound.extent(l)).collect();
-            a.broadcast(IxDyn(&dims))
-                .ok_or_else(|| Error::Layout(format!("operand {k} cannot broadcast to {dims:?}")))
-        })
-        .collect::<Result<_>>()?;
-    let mut cur_labels = bound.inputs()[0].clone();
-    let mut cur: Option<ArrayD<T>> = None;
-    for i in 1..views.len() {
-        let later: Vec<&Label> = bound.inputs()[i + 1..]
-            .iter()
-            .flatten()
-            .chain(bound.output())
-            .collect();
-        let next = &bound.inputs()[i];
-        let out_labels: Vec<Label> = if i + 1 == views.len() {
-            bound.output().to_vec()
-        } else {
-            let mut v: Vec<Label> = Vec::new();
-            for l in cur_labels.iter().chain(next) {
-                if later.contains(&l) && !v.contains(l) {
-                    v.push(*l);
-                }
-            }
-            v
-        };
-        let sub = format!(
-            "{},{}->{}",
-            text(&cur_labels),
-            text(next),
-            text(&out_labels)
-        );
-        let r = match &cur {
-            None => contract(&sub, &views[0], &views[i])?,
-            Some(c) => contract(&sub, c, &views[i])?,
-        };
-        cur = Some(r);
-        cur_labels = out_labels;
+    match list.pop() {
+        Some(Operand::Made(r)) if list.is_empty() => Ok((r, times)),
+        _ => Err(Error::InvalidPath(
+            "the path did not end in one result".into(),
+        )),
     }
-    cur.ok_or_else(|| Error::Unsupported("no operands".into()))
 }

@@ -340,6 +340,88 @@ fn three_operands_and_broadcasting() {
 }
 
 #[test]
+fn networks_follow_the_chosen_path() {
+    // File mode: every --path gives the reference's result; --explain prints the path.
+    let f = Files::new();
+    let (a, b, c, d) = (
+        values::<f64>(&[3, 4], 30),
+        values::<f64>(&[4, 5], 31),
+        values::<f64>(&[5, 2], 32),
+        values::<f64>(&[2, 3], 33),
+    );
+    let ps = [
+        f.put("a.npy", &a),
+        f.put("b.npy", &b),
+        f.put("c.npy", &c),
+        f.put("d.npy", &d),
+    ];
+    let po = s(&f.path("o.npy"));
+    let spec = "ij,jk,kl,lm->im";
+    let want = ttgt::reference::einsum(spec, &[a.view(), b.view(), c.view(), d.view()]).unwrap();
+    for path in [
+        "auto",
+        "optimal",
+        "greedy",
+        "left",
+        "[(2, 3), (1, 2), (0, 1)]",
+        "0,3;0,2;0,1",
+    ] {
+        let out = ok(&[
+            "contract",
+            spec,
+            &ps[0],
+            &ps[1],
+            &ps[2],
+            &ps[3],
+            "-o",
+            &po,
+            "--path",
+            path,
+            "--explain",
+            "--check",
+        ]);
+        assert!(out.contains("path for ij,jk,kl,lm->im"), "{path}: {out}");
+        assert!(out.contains("step 2:"), "{path}: {out}");
+        assert!(out.contains("check: ok"), "{path}: {out}");
+        assert_close(&read::<f64>(&po), &want, 1e-12);
+    }
+    // Random mode: timed step by step, JSON with the path's FLOPs and each step.
+    let sizes = "a=6,b=6,c=6,d=6,e=6,f=6,g=6,h=6";
+    let out = ok(&[
+        "contract",
+        "ea,fb,abcd,gc,hd->efgh",
+        "--sizes",
+        sizes,
+        "--json",
+        "--check",
+        "--repeat",
+        "2",
+        "--dtype",
+        "c32",
+    ]);
+    let j = json_line(&out);
+    assert_eq!(j["check"], "ok", "{out}");
+    assert_eq!(j["path_strategy"], "optimal");
+    assert_eq!(j["flops"].as_f64(), Some(4.0 * 2.0 * 6f64.powi(5)));
+    assert_eq!(j["naive_flops"].as_f64(), Some(5.0 * 6f64.powi(8)));
+    assert_eq!(j["steps"].as_array().map(Vec::len), Some(4));
+    assert!(j["seconds"].as_f64().is_some_and(|t| t > 0.0));
+    let human = ok(&[
+        "contract",
+        "ea,fb,abcd,gc,hd->efgh",
+        "--sizes",
+        sizes,
+        "--path",
+        "left",
+        "--check",
+        "--explain",
+    ]);
+    assert!(human.contains("(left to right)"), "{human}");
+    assert!(human.contains("ea,fb->"), "{human}");
+    assert!(human.contains("check: ok"), "{human}");
+}
+
+#[test]
 fn zero_extents() {
     let f = Files::new();
     let a = ArrayD::<f64>::zeros(IxDyn(&[2, 0]));
@@ -566,8 +648,40 @@ fn bad_inputs() {
             vec!["--threads"],
         ),
         (
-            vec!["ij,jk,kl", "--sizes", "i=2,j=2,k=2,l=2"],
-            vec!["random mode", "3"],
+            vec!["ij,jk,kl", "--sizes", "i=2,j=2,k=2,l=2", "--path", "0,1"],
+            vec!["invalid contraction path", "need 2 pairwise step(s)"],
+        ),
+        (
+            vec![
+                "ij,jk,kl",
+                "--sizes",
+                "i=2,j=2,k=2,l=2",
+                "--path",
+                "fastest",
+            ],
+            vec!["--path", "fastest", "greedy"],
+        ),
+        (
+            vec!["ij,jk,kl", "--sizes", "i=2,j=2,k=2,l=2", "--path", "0,1;0"],
+            vec!["--path", "pairs"],
+        ),
+        (
+            vec!["ij,ij,ij->i", &a, &a, &a, "--path", "0,0;0,1"],
+            vec!["two different positions"],
+        ),
+        (
+            vec![
+                "ij,jk,kl",
+                "--sizes",
+                "i=9,j=9,k=9,l=9",
+                "--memory-limit",
+                "2",
+            ],
+            vec!["memory limit of 2 elements"],
+        ),
+        (
+            vec!["ij,jk", "--sizes", "i=2,j=2,k=2", "--path", "greedy"],
+            vec!["--path", "3 or more operands"],
         ),
         (vec!["ij", &a, "--alpha", "1+"], vec!["--alpha", "1+"]),
         (vec!["ij", &a, "--beta", "x"], vec!["--beta"]),

@@ -5,6 +5,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use ndarray::{s, Array2, ArrayD, ArrayView, IxDyn, ShapeBuilder};
+use ttgt::plan::{PathOptions, PathStrategy};
 use ttgt::tensor::{StridedView, StridedViewMut};
 use ttgt::{ContractionPlan, DType, Error, Layout};
 
@@ -757,6 +758,33 @@ fn plan_rows() -> Vec<Row> {
                 )
             },
             &["has 2 input operand(s) but 1 were given"],
+        ),
+        row(
+            "explicit path with a repeated position",
+            || {
+                let (a, b, c) = (z(&[2, 3]), z(&[3, 4]), z(&[4, 5]));
+                let o = PathOptions {
+                    strategy: PathStrategy::Explicit(vec![(1, 1), (0, 1)]),
+                    memory_limit: None,
+                };
+                ttgt::einsum_with("ij,jk,kl->il", &[a.view(), b.view(), c.view()], &o).map(drop)
+            },
+            |e| matches!(e, Error::InvalidPath(_)),
+            &["invalid contraction path: step 0 pairs positions (1, 1)"],
+        ),
+        row(
+            "path run on operands of other shapes",
+            || {
+                let path = ttgt::einsum_path(
+                    "ij,jk,kl->il",
+                    &[&[2, 3], &[3, 4], &[4, 5]],
+                    &PathOptions::default(),
+                )?;
+                let (a, b, c) = (z(&[2, 3]), z(&[3, 4]), z(&[4, 6]));
+                ttgt::einsum_along(&path, &[a.view(), b.view(), c.view()]).map(drop)
+            },
+            |e| matches!(e, Error::PlanMismatch(_)),
+            &["made for operand shapes [[2, 3], [3, 4], [4, 5]]"],
         ),
     ]
 }

@@ -24,6 +24,8 @@ mod cuda;
 mod error;
 #[path = "ttgt/file_mode.rs"]
 mod file_mode;
+#[path = "ttgt/network_mode.rs"]
+mod network_mode;
 #[path = "ttgt/npy.rs"]
 mod npy;
 #[path = "ttgt/random_mode.rs"]
@@ -56,7 +58,8 @@ File mode (operands from .npy files; f32, f64, complex64, complex128; C or Fortr
   ttgt contract 'ii' M.npy                          (trace, printed to stdout)
   ttgt contract 'bij,bjk->bik' A.npy B.npy -o C.npy --alpha 2 --beta 0.5 --c C0.npy
   ttgt contract 'ij,jk->ik' A.npy B.npy -o C.npy --alpha 1-2j
-  ttgt contract 'ij,jk,kl->il' A.npy B.npy D.npy -o E.npy   (3+ operands: pairwise)
+  ttgt contract 'ij,jk,kl->il' A.npy B.npy D.npy -o E.npy   (3+ operands: pairwise, in
+      the order of --path, default the fewest FLOPs; --explain prints the path)
   Mixed input types are promoted as numpy does (f32 with f64 gives f64, f64 with
   complex64 gives complex128); a complex --alpha or --beta makes a real result complex.
   Without -o the result is printed.
@@ -179,6 +182,16 @@ pub struct ContractArgs {
     /// the fastest (default: the cost models alone choose).
     #[arg(long, value_name = "MS")]
     pub measure: Option<u64>,
+
+    /// Order of the pairwise steps of 3+ operands: auto (fewest FLOPs, searched exactly up
+    /// to 10 operands, greedy beyond), optimal, greedy, left (left to right), or pairs in
+    /// numpy's notation, e.g. '1,2;0,1' or '[(1, 2), (0, 1)]'.
+    #[arg(long, value_name = "PATH")]
+    pub path: Option<String>,
+
+    /// Most elements any intermediate of a 3+ operand path may hold (numpy's memory_limit).
+    #[arg(long, value_name = "ELEMENTS")]
+    pub memory_limit: Option<usize>,
 }
 
 impl ContractArgs {
@@ -196,6 +209,47 @@ impl ContractArgs {
             ..Default::default()
         })
     }
+
+    /// Path options from --path and --memory-limit.
+    pub fn path_options(&self) -> CliResult<ttgt::PathOptions> {
+        use ttgt::plan::PathStrategy;
+        let strategy = match self.path.as_deref().map(str::trim) {
+            None | Some("auto") => PathStrategy::Auto,
+            Some("optimal") => PathStrategy::Optimal,
+            Some("greedy") => PathStrategy::Greedy,
+            Some("left") => PathStrategy::LeftToRight,
+            Some(text) => PathStrategy::Explicit(parse_pairs(text)?),
+        };
+        Ok(ttgt::PathOptions {
+            strategy,
+            memory_limit: self.memory_limit,
+        })
+    }
+}
+
+/// `1,2;0,1` or `[(1, 2), (0, 1)]`: pairs of operand positions.
+fn parse_pairs(text: &str) -> CliResult<Vec<(usize, usize)>> {
+    let bad = || {
+        CliError::new(format!(
+            "bad --path {text:?}: expected auto, optimal, greedy, left, or pairs of positions \
+             such as '1,2;0,1' or '[(1, 2), (0, 1)]'"
+        ))
+    };
+    if !text
+        .chars()
+        .all(|c| c.is_ascii_digit() || " ,;()[]".contains(c))
+    {
+        return Err(bad());
+    }
+    let numbers: Vec<usize> = text
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|t| !t.is_empty())
+        .map(|t| t.parse().map_err(|_| bad()))
+        .collect::<CliResult<_>>()?;
+    if numbers.is_empty() || !numbers.len().is_multiple_of(2) {
+        return Err(bad());
+    }
+    Ok(numbers.chunks(2).map(|p| (p[0], p[1])).collect())
 }
 
 /// How a successful run ended.

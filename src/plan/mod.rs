@@ -3,7 +3,8 @@
 //! two-operand contraction ([`Candidate`]: direct GEMM, TTGT with chosen index orders,
 //! loop-over-GEMM with batch-reduce, mixtures, each GEMM library, serial or parallel loops) is
 //! priced with the transpose and GEMM cost models and the cheapest is chosen. Plans are
-//! reusable and cached ([`cached_contraction_plan`]).
+//! reusable and cached ([`cached_contraction_plan`]). Specs of three or more operands are
+//! first split into pairwise steps by a [`ContractionPath`].
 
 mod cache;
 mod candidate;
@@ -11,6 +12,7 @@ mod contraction;
 mod explain;
 mod groups;
 mod options;
+mod path;
 mod prepare;
 
 pub use cache::{cached_contraction_plan, CONTRACTION_CACHE_CAPACITY};
@@ -18,4 +20,8 @@ pub use candidate::{Candidate, CandidateKind, GettRun, InPlaceC, StepCosts, Tile
 pub use contraction::ContractionPlan;
 pub(crate) use groups::{fuse, group, packed_layout, stride_of};
 pub use options::{Epilogue, PlanOptions, PlanTuning, DEFAULT_TILE_BYTES};
+pub use path::{
+    ContractionPath, PathOptions, PathStep, PathStrategy, AUTO_OPTIMAL_MAX_OPERANDS,
+    OPTIMAL_MAX_OPERANDS,
+};
 pub use prepare::OperandPrep;

@@ -165,6 +165,8 @@ fn run_typed<T: CliElement>(mut job: Job<'_>) -> CliResult<Outcome> {
     let keep_c0 = job.args.check && job.args.c_in.is_some() && !job.beta.is_zero();
     let c0 = keep_c0.then(|| c.clone());
     if arrays.len() <= 2 {
+        // A --path for one or two operands can only be checked.
+        ttgt::einsum_path(&job.args.spec, &shapes, &job.args.path_options()?)?;
         execute_plan(&job, &arrays, &mut c)?;
     } else {
         execute_pairwise(&job, &arrays, &mut c)?;
@@ -202,21 +204,20 @@ fn execute_plan<T: Element>(
     Ok(())
 }
 
-/// Three or more operands: `ttgt::einsum` (pairwise), then `C = alpha * R + beta * C`.
+/// Three or more operands: pairwise along the path of --path (`ttgt::einsum_along`), then
+/// `C = alpha * R + beta * C`.
 fn execute_pairwise<T: Element>(
     job: &Job<'_>,
     arrays: &[ArrayD<T>],
     c: &mut ArrayD<T>,
 ) -> CliResult<()> {
+    let shapes: Vec<&[usize]> = arrays.iter().map(|a| a.shape()).collect();
+    let path = ttgt::einsum_path(&job.args.spec, &shapes, &job.args.path_options()?)?;
     if job.args.explain {
-        say(&format!(
-            "plan for {}: {} operands, contracted pairwise from the left (one plan per pair)",
-            job.spec,
-            arrays.len()
-        ))?;
+        say(path.to_string().trim_end())?;
     }
     let views: Vec<ArrayViewD<'_, T>> = arrays.iter().map(|a| a.view()).collect();
-    let r = ttgt::einsum(&job.args.spec, &views)?;
+    let (r, _) = ttgt::einsum_along(&path, &views)?;
     if r.shape() != c.shape() {
         return Err(CliError::new(format!(
             "einsum produced shape {:?}, expected {:?}",

@@ -38,14 +38,6 @@ pub fn run(args: &ContractArgs) -> CliResult<Outcome> {
     reject_file_mode_options(args)?;
     let spec = parse(&args.spec)?;
     check_no_ellipsis(&spec)?;
-    if spec.inputs().len() > 2 {
-        return Err(CliError::new(format!(
-            "random mode times one plan of 1 or 2 operands, but spec {:?} has {}; time its \
-             pairwise steps separately, or run it in file mode",
-            args.spec,
-            spec.inputs().len()
-        )));
-    }
     let sizes = parse_sizes(args.sizes.as_deref().unwrap_or(""))?;
     check_sizes_cover(&spec, &sizes)?;
     let dtype = match &args.dtype {
@@ -63,6 +55,15 @@ pub fn run(args: &ContractArgs) -> CliResult<Outcome> {
         repeat,
         seed: args.seed.unwrap_or(DEFAULT_SEED),
     };
+    if job.spec.inputs().len() > 2 {
+        return crate::network_mode::run(&job.spec, &job.sizes, dtype, repeat, job.seed, args);
+    }
+    if args.path.is_some() || args.memory_limit.is_some() {
+        return Err(CliError::new(
+            "--path and --memory-limit order the steps of 3 or more operands; this spec has \
+             one step",
+        ));
+    }
     with_dtype!(dtype, run_typed(&job))
 }
 
@@ -182,21 +183,31 @@ fn time_runs<T: Element>(
     best.ok_or_else(|| CliError::new("--repeat must be at least 1"))
 }
 
-fn run_typed<T: Element>(job: &Job<'_>) -> CliResult<Outcome> {
-    let shapes: Vec<Vec<usize>> = job
-        .spec
+/// Row-major random operands of `spec` with the extents of `sizes` (seeded by `seed`), and
+/// the spec bound to their shapes.
+pub fn random_operands<T: Element>(
+    spec: &Spec,
+    sizes: &BTreeMap<char, usize>,
+    seed: u64,
+) -> CliResult<(BoundSpec, Vec<ArrayD<T>>)> {
+    let shapes: Vec<Vec<usize>> = spec
         .inputs()
         .iter()
-        .map(|t| t.letters().iter().map(|c| job.sizes[c]).collect())
+        .map(|t| t.letters().iter().map(|c| sizes[c]).collect())
         .collect();
     let shape_refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
-    let bound: BoundSpec = job.spec.bind(&shape_refs)?;
-    let mut rng = StdRng::seed_from_u64(job.seed);
-    let operands: Vec<ArrayD<T>> = shapes
+    let bound = spec.bind(&shape_refs)?;
+    let mut rng = StdRng::seed_from_u64(seed);
+    let operands = shapes
         .iter()
         .enumerate()
         .map(|(k, s)| random_array(s, &mut rng, &format!("operand {k}")))
         .collect::<CliResult<_>>()?;
+    Ok((bound, operands))
+}
+
+fn run_typed<T: Element>(job: &Job<'_>) -> CliResult<Outcome> {
+    let (bound, operands) = random_operands::<T>(&job.spec, &job.sizes, job.seed)?;
     let mut c = zeros::<T>(&bound.output_shape(), "the result")?;
     let layouts: Vec<Layout> = operands.iter().map(Layout::of).collect();
     let mut plan = ContractionPlan::with_options(

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Multi-operand einsum networks: ttgt's contraction path vs left-to-right vs numpy.einsum.
+
+For each network of benches/data/networks.tsv, runs `ttgt contract SPEC --sizes ... --json`
+with `--path auto` (the fewest FLOPs) and `--path left` (left to right), then times
+numpy.einsum with optimize='optimal' and optimize='greedy' on operands of the same shapes in
+this process (same element type, same thread count, result in row-major order), and prints a
+Markdown table: seconds of each, ttgt's speed-up over left to right and over numpy, and the
+FLOPs of ttgt's path beside numpy's (from numpy.einsum_path).
+
+    python3 -m pip install numpy
+    cargo build --release
+    python3 benches/compare_networks.py --dtype f64 --threads 2 [--only ao2mo,bilinear]
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TABLE = os.path.join(HERE, "data", "networks.tsv")
+sys.path.insert(0, HERE)
+from compare_peers import best_of  # noqa: E402
+
+
+def networks(path):
+    rows = [l.rstrip("\n") for l in open(path) if l.strip() and not l.startswith("#")]
+    head = rows[0].split("\t")
+    col = {name: i for i, name in enumerate(head)}
+    out = []
+    for line in rows[1:]:
+        f = line.split("\t")
+        sizes = {kv.split("=")[0]: int(kv.split("=")[1]) for kv in f[col["sizes"]].split(",")}
+        out.append({"name": f[col["name"]], "spec": f[col["spec"]], "sizes": sizes})
+    return out
+
+
+def ttgt_run(a, net, path):
+    sizes = ",".join(f"{k}={v}" for k, v in net["sizes"].items())
+    cmd = [a.ttgt, "contract", net["spec"], "--sizes", sizes, "--dtype", a.dtype, "--json",
+           "--threads", str(a.threads), "--repeat", str(a.repeat), "--path", path]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed: {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dtype", default="f64", choices=["f32", "f64"])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", default=None, help="comma list of network names")
+    ap.add_argument("--ttgt", default=os.path.join(ROOT, "target", "release", "ttgt"))
+    a = ap.parse_args()
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RAYON_NUM_THREADS"):
+        os.environ[var] = str(a.threads)
+    os.environ.pop("OPENBLAS_CORETYPE", None)
+    os.environ.pop("OPENBLAS_L2_SIZE", None)
+    import numpy as np
+
+    dt = np.float32 if a.dtype == "f32" else np.float64
+    rng = np.random.default_rng(7)
+    only = set(a.only.split(",")) if a.only else None
+    print(f"networks, {a.dtype}, {a.threads} thread(s); seconds, best of {a.repeat}\n")
+    print("| network | spec | ttgt path | ttgt left to right | numpy optimal | numpy greedy | "
+          "left / path | numpy optimal / ttgt | ttgt path FLOPs | numpy path FLOPs |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    wins = 0
+    rows = 0
+    for net in networks(TABLE):
+        if only and net["name"] not in only:
+            continue
+        ours = ttgt_run(a, net, "auto")
+        left = ttgt_run(a, net, "left")
+        ins, outs = net["spec"].split("->")
+        ops = [rng.uniform(-1, 1, [net["sizes"][c] for c in t]).astype(dt) for t in ins.split(",")]
+
+        def numpy(opt):
+            r = np.einsum(net["spec"], *ops, optimize=opt)
+            return np.ascontiguousarray(r)
+
+        t_opt = best_of(lambda: numpy("optimal"), a.repeat)
+        t_greedy = best_of(lambda: numpy("greedy"), a.repeat)
+        info = np.einsum_path(net["spec"], *ops, optimize="optimal")[1]
+        m = re.search(r"Optimized FLOP count:\s*([0-9.e+]+)", info)
+        np_flops = float(m.group(1)) if m else float("nan")
+        rows += 1
+        wins += ours["seconds"] < min(t_opt, t_greedy)
+        print(f"| {net['name']} | `{net['spec']}` | {ours['seconds']:.4f} | {left['seconds']:.4f} | "
+              f"{t_opt:.4f} | {t_greedy:.4f} | {left['seconds'] / ours['seconds']:.2f} | "
+              f"{t_opt / ours['seconds']:.2f} | {ours['flops']:.3e} | {np_flops:.3e} |")
+    print(f"\nttgt's path faster than numpy's best of optimal/greedy on {wins} of {rows} networks")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,708 @@
+//! Contraction order for einsum specs of three or more operands (numpy's `einsum_path`,
+//! opt_einsum's optimizers): which pair of operands is contracted first, which next, and the
+//! index order of every intermediate. Each pairwise step is then an ordinary two-operand
+//! contraction, planned like any other.
+//!
+//! The cost of a step is its FLOP count as numpy and opt_einsum count it: the product of the
+//! extents of every index the two operands hold, doubled when an index is summed. Indices
+//! that only one operand holds (and the output does not) are summed out of that operand
+//! before its first step, as the two-operand planner does ([`super::OperandPrep`]): that sum
+//! costs one add per element of the operand, is the same on every path, and is counted in the
+//! operand's first step, whose pairwise part then sees the reduced operand. A path's cost is
+//! the sum over its steps; ties go to the path whose intermediates hold fewer elements.
+//!
+//! - [`PathStrategy::Optimal`]: dynamic programming over subsets of operands (every way to
+//!   split every subset in two, outer products included), exact for the FLOP count; 3^n
+//!   work, so at most [`OPTIMAL_MAX_OPERANDS`] operands.
+//! - [`PathStrategy::Greedy`]: opt_einsum's greedy rule: among pairs that share an index,
+//!   the one whose result removes the most elements (result size minus the sizes of the two
+//!   inputs), then the fewer FLOPs; outer products only when no pair shares an index, the
+//!   smallest result first.
+//! - [`PathStrategy::Auto`] (the default): optimal up to [`AUTO_OPTIMAL_MAX_OPERANDS`]
+//!   operands (under a millisecond of planning), greedy beyond.
+//! - [`PathStrategy::LeftToRight`]: the first two operands, then the result with the third,
+//!   and so on.
+//! - [`PathStrategy::Explicit`]: a path in numpy's notation: pairs of positions in the
+//!   current operand list, whose result goes to the end of the list.
+//!
+//! Axes of extent 1 that `...` broadcasting stretches are dropped from their operand before
+//! the search (they hold one value along the index), so broadcasting costs nothing extra.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::einsum::{BoundSpec, Label};
+use crate::error::{Error, Result};
+
+/// Most operands [`PathStrategy::Optimal`] accepts (its search visits 3^n splits).
+pub const OPTIMAL_MAX_OPERANDS: usize = 16;
+
+/// Most operands for which [`PathStrategy::Auto`] searches the optimal path.
+pub const AUTO_OPTIMAL_MAX_OPERANDS: usize = 10;
+
+/// How the order of pairwise contractions is chosen.
+///
+/// ```
+/// use ttgt::plan::PathStrategy;
+/// assert_eq!(PathStrategy::default(), PathStrategy::Auto);
+/// let numpy_style = PathStrategy::Explicit(vec![(0, 2), (0, 1)]);
+/// assert_ne!(numpy_style, PathStrategy::Greedy);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub enum PathStrategy {
+    /// Optimal up to [`AUTO_OPTIMAL_MAX_OPERANDS`] operands, greedy beyond.
+    #[default]
+    Auto,
+    /// Fewest FLOPs over all pairwise orders (dynamic programming over subsets).
+    Optimal,
+    /// opt_einsum's greedy rule (most elements removed first).
+    Greedy,
+    /// From the left: `((A·B)·C)·D`.
+    LeftToRight,
+    /// numpy's notation: each pair holds positions in the current operand list; the pair is
+    /// removed and its result appended at the end.
+    Explicit(Vec<(usize, usize)>),
+}
+
+/// Options of the path search.
+///
+/// ```
+/// use ttgt::plan::{PathOptions, PathStrategy};
+/// let o = PathOptions { strategy: PathStrategy::Greedy, memory_limit: Some(1 << 20) };
+/// assert_eq!(PathOptions::default().memory_limit, None);
+/// # let _ = o;
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct PathOptions {
+    /// The search.
+    pub strategy: PathStrategy,
+    /// Most elements an intermediate may hold (numpy's `memory_limit`); the final result is
+    /// exempt. Not applied to [`PathStrategy::Explicit`] and [`PathStrategy::LeftToRight`].
+    pub memory_limit: Option<usize>,
+}
+
+/// One pairwise contraction of a path.
+///
+/// ```
+/// let p = ttgt::einsum_path("ij,jk,kl->il", &[&[200, 30], &[30, 40], &[40, 5]], &Default::default()).unwrap();
+/// let s = &p.steps()[0];
+/// assert_eq!(s.pair, (1, 2)); // numpy's notation: positions in the current list
+/// assert_eq!(s.spec, "jk,kl->jl");
+/// assert_eq!(s.flops, 2.0 * 30.0 * 40.0 * 5.0);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathStep {
+    /// Positions of the two operands in the current list (numpy's notation); the result is
+    /// appended at the end.
+    pub pair: (usize, usize),
+    /// The step as a two-operand spec (letters; `...` dimensions get free letters).
+    pub spec: String,
+    /// FLOPs of the step (product of the extents of every index of both operands, doubled
+    /// when an index is summed).
+    pub flops: f64,
+    /// Elements of the result.
+    pub elements: f64,
+    /// Number of distinct indices of both operands (the step's scaling, as numpy prints it).
+    pub scaling: usize,
+}
+
+/// A contraction order for an einsum spec: the pairwise steps, their costs, and how the
+/// path was found. Made by [`crate::einsum_path`]; [`crate::einsum_with`] runs one.
+///
+/// ```
+/// let shapes: [&[usize]; 3] = [&[10, 100], &[100, 100], &[100, 10]];
+/// let p = ttgt::einsum_path("ij,jk,kl->il", &shapes, &Default::default()).unwrap();
+/// assert_eq!(p.pairs(), vec![(0, 1), (0, 1)]);
+/// assert!(p.flops() < p.naive_flops());
+/// println!("{p}");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContractionPath {
+    spec: String,
+    shapes: Vec<Vec<usize>>,
+    stretched: Vec<Vec<bool>>,
+    strategy: &'static str,
+    steps: Vec<PathStep>,
+    naive_flops: f64,
+    largest: f64,
+}
+
+/// `f(label, stretched)` of every axis of every operand, the `None`s left out.
+fn per_axis<R>(bound: &BoundSpec, f: impl Fn(Label, bool) -> Option<R>) -> Vec<Vec<R>> {
+    bound
+        .inputs()
+        .iter()
+        .zip(bound.stretched())
+        .map(|(ls, st)| ls.iter().zip(st).filter_map(|(&l, &s)| f(l, s)).collect())
+        .collect()
+}
+
+/// A letter for every label: a letter keeps its own, `...` dimensions take unused ones.
+fn letters(bound: &BoundSpec) -> Result<BTreeMap<Label, char>> {
+    let used: Vec<char> = bound
+        .extents()
+        .keys()
+        .filter_map(|l| match l {
+            Label::Letter(c) => Some(*c),
+            Label::Broadcast(_) => None,
+        })
+        .collect();
+    let mut free = ('a'..='z').chain('A'..='Z').filter(|c| !used.contains(c));
+    let mut map = BTreeMap::new();
+    for &l in bound.extents().keys() {
+        let c = match l {
+            Label::Letter(c) => c,
+            Label::Broadcast(_) => free.next().ok_or_else(|| {
+                Error::Unsupported(
+                    "too many distinct indices for pairwise evaluation (more than 52)".into(),
+                )
+            })?,
+        };
+        map.insert(l, c);
+    }
+    Ok(map)
+}
+
+/// Index sets as bit masks over the spec's labels, with their extents.
+struct Sets {
+    ext: Vec<f64>,
+    out: u128,
+}
+
+impl Sets {
+    /// Elements of a tensor over the labels of `m`.
+    fn size(&self, mut m: u128) -> f64 {
+        let mut p = 1.0;
+        while m != 0 {
+            p *= self.ext[m.trailing_zeros() as usize];
+            m &= m - 1;
+        }
+        p
+    }
+
+    /// FLOPs of contracting operands over `a` and `b` into a result over `keep`.
+    fn flops(&self, a: u128, b: u128, keep: u128) -> f64 {
+        let all = a | b;
+        let factor = if all & !keep != 0 { 2.0 } else { 1.0 };
+        self.size(all) * factor
+    }
+}
+
+/// Labels of the result of contracting `a` with `b`, when `ge2` / `ge3` mark the labels
+/// that two / three or more of the live operands hold: what the output or another operand
+/// still needs.
+fn kept(a: u128, b: u128, out: u128, ge2: u128, ge3: u128) -> u128 {
+    ((a | b) & out) | ((a ^ b) & ge2) | (a & b & ge3)
+}
+
+/// The path as a list of `(x, y)` in single-assignment ids: operands are 0..n, the result
+/// of step s is n + s.
+type Ssa = Vec<(usize, usize)>;
+
+/// Fewest FLOPs over all pairwise orders: for every subset of operands, the best split in
+/// two, from the singletons up.
+fn optimal(masks: &[u128], sets: &Sets, limit: Option<f64>) -> Result<Ssa> {
+    let n = masks.len();
+    let full: usize = (1 << n) - 1;
+    let mut union = vec![0u128; 1 << n];
+    for s in 1..=full {
+        union[s] = union[s & (s - 1)] | masks[s.trailing_zeros() as usize];
+    }
+    // Labels of the intermediate of subset s: those it holds that the rest or the output needs.
+    let lab = |s: usize| union[s] & (union[full ^ s] | sets.out);
+    let mut best = vec![(f64::INFINITY, f64::INFINITY); 1 << n];
+    let mut split = vec![0usize; 1 << n];
+    for i in 0..n {
+        best[1 << i] = (0.0, 0.0);
+    }
+    for s in 1..=full {
+        if s.count_ones() < 2 {
+            continue;
+        }
+        let ls = lab(s);
+        let size = sets.size(ls);
+        if s != full && limit.is_some_and(|l| size > l) {
+            continue;
+        }
+        // Splits (t, s ^ t) with t holding s's lowest operand: each unordered split once.
+        let low = s & s.wrapping_neg();
+        let rest = s ^ low;
+        let mut sub = rest;
+        loop {
+            let t = sub | low;
+            let u = s ^ t;
+            if u != 0 && best[t].0.is_finite() && best[u].0.is_finite() {
+                let f = sets.flops(lab(t), lab(u), ls);
+                let cand = (best[t].0 + best[u].0 + f, best[t].1 + best[u].1 + size);
+                if cand < best[s] {
+                    best[s] = cand;
+                    split[s] = t;
+                }
+            }
+            if sub == 0 {
+                break;
+            }
+            sub = (sub - 1) & rest;
+        }
+    }
+    if !best[full].0.is_finite() {
+        return Err(no_path_under_limit(limit));
+    }
+    // Post-order walk of the split tree.
+    fn walk(s: usize, split: &[usize], ssa: &mut Ssa, next: &mut usize) -> usize {
+        if s.count_ones() == 1 {
+            return s.trailing_zeros() as usize;
+        }
+        let t = split[s];
+        let x = walk(t, split, ssa, next);
+        let y = walk(s ^ t, split, ssa, next);
+        ssa.push((x, y));
+        *next += 1;
+        *next - 1
+    }
+    let mut ssa = Vec::with_capacity(n - 1);
+    let mut next = n;
+    walk(full, &split, &mut ssa, &mut next);
+    Ok(ssa)
+}
+
+fn no_path_under_limit(limit: Option<f64>) -> Error {
+    Error::InvalidPath(format!(
+        "no contraction order keeps every intermediate within the memory limit of {} elements",
+        limit.unwrap_or(0.0)
+    ))
+}
+
+/// Masks of the labels that at least two / three of `live` hold.
+fn multiplicity(live: &[(usize, u128)]) -> (u128, u128) {
+    let (mut ge1, mut ge2, mut ge3) = (0u128, 0u128, 0u128);
+    for &(_, m) in live {
+        ge3 |= ge2 & m;
+        ge2 |= ge1 & m;
+        ge1 |= m;
+    }
+    (ge2, ge3)
+}
+
+/// The mask of live operand `id`.
+fn live_mask(live: &[(usize, u128)], id: usize) -> u128 {
+    live.iter().find(|&&(i, _)| i == id).map_or(0, |&(_, m)| m)
+}
+
+/// opt_einsum's greedy rule (see the module text).
+fn greedy(masks: &[u128], sets: &Sets, limit: Option<f64>) -> Result<Ssa> {
+    let n = masks.len();
+    let mut live: Vec<(usize, u128)> = masks.iter().copied().enumerate().collect();
+    let mut ssa = Vec::with_capacity(n.saturating_sub(1));
+    while live.len() > 1 {
+        let (ge2, ge3) = multiplicity(&live);
+        let last = live.len() == 2;
+        // Key: (outer product?, removed elements or result size, flops); then the pair and
+        // the result's labels.
+        type Choice = ((bool, f64, f64), usize, usize, u128);
+        let mut best: Option<Choice> = None;
+        for i in 0..live.len() {
+            for j in i + 1..live.len() {
+                let (a, b) = (live[i].1, live[j].1);
+                let keep = kept(a, b, sets.out, ge2, ge3);
+                let size = sets.size(keep);
+                if !last && limit.is_some_and(|l| size > l) {
+                    continue;
+                }
+                let outer = a & b == 0;
+                let gain = if outer {
+                    size
+                } else {
+                    size - sets.size(a) - sets.size(b)
+                };
+                let key = (outer, gain, sets.flops(a, b, keep));
+                if best.as_ref().is_none_or(|(k, ..)| key < *k) {
+                    best = Some((key, i, j, keep));
+                }
+            }
+        }
+        let (_, i, j, keep) = best.ok_or_else(|| no_path_under_limit(limit))?;
+        ssa.push((live[i].0, live[j].0));
+        live.remove(j);
+        live.remove(i);
+        live.push((n + ssa.len() - 1, keep));
+    }
+    Ok(ssa)
+}
+
+/// numpy's notation (positions in the current list, result appended) to single-assignment ids.
+fn from_positions(path: &[(usize, usize)], n: usize) -> Result<Ssa> {
+    if path.len() + 1 != n.max(1) {
+        return Err(Error::InvalidPath(format!(
+            "{n} operand(s) need {} pairwise step(s), the path has {}",
+            n.saturating_sub(1),
+            path.len()
+        )));
+    }
+    let mut ids: Vec<usize> = (0..n).collect();
+    let mut ssa = Vec::with_capacity(path.len());
+    for (step, &(i, j)) in path.iter().enumerate() {
+        if i == j || i >= ids.len() || j >= ids.len() {
+            return Err(Error::InvalidPath(format!(
+                "step {step} pairs positions ({i}, {j}), but the list holds {} operand(s) then \
+                 and a pair needs two different positions",
+                ids.len()
+            )));
+        }
+        ssa.push((ids[i], ids[j]));
+        ids.remove(i.max(j));
+        ids.remove(i.min(j));
+        ids.push(n + step);
+    }
+    Ok(ssa)
+}
+
+/// Single-assignment ids to numpy's notation, each pair in increasing order; `ssa`'s pairs
+/// are swapped to match (the operand at the lower position is the step's first operand).
+fn to_positions(ssa: &mut Ssa, n: usize) -> Vec<(usize, usize)> {
+    let mut ids: Vec<usize> = (0..n).collect();
+    let mut out = Vec::with_capacity(ssa.len());
+    for (step, pair) in ssa.iter_mut().enumerate() {
+        let pos = |id: usize| ids.iter().position(|&v| v == id).unwrap_or(0);
+        let (i, j) = (pos(pair.0), pos(pair.1));
+        if i > j {
+            *pair = (pair.1, pair.0);
+        }
+        out.push((i.min(j), i.max(j)));
+        ids.remove(i.max(j));
+        ids.remove(i.min(j));
+        ids.push(n + step);
+    }
+    out
+}
+
+impl ContractionPath {
+    /// Finds a contraction order for a bound spec.
+    ///
+    /// ```
+    /// use ttgt::{einsum::parse, plan::{ContractionPath, PathOptions}};
+    /// let b = parse("ab,bc,cd").unwrap().bind(&[&[4, 5], &[5, 6], &[6, 7]]).unwrap();
+    /// let p = ContractionPath::new(&b, &PathOptions::default()).unwrap();
+    /// assert_eq!(p.steps().len(), 2);
+    /// ```
+    pub fn new(bound: &BoundSpec, options: &PathOptions) -> Result<Self> {
+        // Labels as the path sees them: stretched `...` axes dropped, repeats kept.
+        let labels = per_axis(bound, |l, s| (!s).then_some(l));
+        let n = labels.len();
+        let index: BTreeMap<Label, usize> = bound
+            .extents()
+            .keys()
+            .enumerate()
+            .map(|(k, &l)| (l, k))
+            .collect();
+        if index.len() > 128 {
+            return Err(Error::Unsupported(format!(
+                "{} distinct indices: path search handles at most 128",
+                index.len()
+            )));
+        }
+        let mask = |ls: &[Label]| ls.iter().fold(0u128, |m, l| m | 1 << index[l]);
+        let sets = Sets {
+            ext: bound.extents().values().map(|&e| e as f64).collect(),
+            out: mask(bound.output()),
+        };
+        let full: Vec<u128> = labels.iter().map(|ls| mask(ls)).collect();
+        // Each operand without the indices only it holds (summed before its first step).
+        let masks: Vec<u128> = (0..n)
+            .map(|k| {
+                let others = full
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, _)| j != k)
+                    .fold(sets.out, |m, (_, &x)| m | x);
+                full[k] & others
+            })
+            .collect();
+        let reduction = |id: usize| {
+            if id < n && masks[id] != full[id] {
+                sets.size(full[id])
+            } else {
+                0.0
+            }
+        };
+        let limit = options.memory_limit.map(|l| l as f64);
+        let auto_optimal = n <= AUTO_OPTIMAL_MAX_OPERANDS;
+        let (strategy, mut ssa) = match &options.strategy {
+            PathStrategy::Explicit(p) => ("explicit", from_positions(p, n)?),
+            _ if n <= 2 => (
+                "single step",
+                from_positions(&[(0, 1)][..n.saturating_sub(1)], n)?,
+            ),
+            PathStrategy::LeftToRight => {
+                let mut ssa = vec![(0, 1)];
+                ssa.extend((2..n).map(|k| (n + k - 2, k)));
+                ("left to right", ssa)
+            }
+            PathStrategy::Optimal if n > OPTIMAL_MAX_OPERANDS => {
+                return Err(Error::Unsupported(format!(
+                    "the optimal path search takes at most {OPTIMAL_MAX_OPERANDS} operands \
+                     ({n} given): use the greedy search"
+                )))
+            }
+            PathStrategy::Optimal => ("optimal", optimal(&masks, &sets, limit)?),
+            PathStrategy::Auto if auto_optimal => ("optimal", optimal(&masks, &sets, limit)?),
+            PathStrategy::Auto | PathStrategy::Greedy => ("greedy", greedy(&masks, &sets, limit)?),
+        };
+        let letter = letters(bound)?;
+        let text = |ls: &[Label]| ls.iter().map(|l| letter[l]).collect::<String>();
+        let positions = to_positions(&mut ssa, n);
+        // Walk the path: each step's operands, result labels (the larger operand's kept labels
+        // in its order, then the other's; the output's order for the last step) and costs.
+        let mut tensors: Vec<Vec<Label>> = labels;
+        let mut live: Vec<(usize, u128)> = masks.iter().copied().enumerate().collect();
+        let mut steps = Vec::with_capacity(ssa.len());
+        let mut largest: f64 = 0.0;
+        for (s, (&(x, y), &pair)) in ssa.iter().zip(&positions).enumerate() {
+            let (ge2, ge3) = multiplicity(&live);
+            let (mx, my) = (live_mask(&live, x), live_mask(&live, y));
+            let keep = kept(mx, my, sets.out, ge2, ge3);
+            let out: Vec<Label> = if s + 1 == ssa.len() {
+                bound.output().to_vec()
+            } else {
+                // The larger operand's kept indices first, in its order, then the other's: the
+                // larger one can then often be read in place as the GEMM's row-major M x K
+                // (or K x N) matrix and the result written without a transposition.
+                let size = |t: &[Label]| sets.size(mask(t));
+                let (first, second) = if size(&tensors[x]) >= size(&tensors[y]) {
+                    (x, y)
+                } else {
+                    (y, x)
+                };
+                let mut v: Vec<Label> = Vec::new();
+                for &l in tensors[first].iter().chain(&tensors[second]) {
+                    if keep & 1 << index[&l] != 0 && !v.contains(&l) {
+                        v.push(l);
+                    }
+                }
+                v
+            };
+            let elements = sets.size(keep);
+            if s + 1 < ssa.len() {
+                largest = largest.max(elements);
+            }
+            steps.push(PathStep {
+                pair,
+                spec: format!(
+                    "{},{}->{}",
+                    text(&tensors[x]),
+                    text(&tensors[y]),
+                    text(&out)
+                ),
+                flops: reduction(x) + reduction(y) + sets.flops(mx, my, keep),
+                elements,
+                scaling: (mx | my).count_ones() as usize,
+            });
+            live.retain(|&(id, _)| id != x && id != y);
+            live.push((n + s, keep));
+            tensors.push(out);
+        }
+        // numpy's naive count: every index at once, one multiply per extra operand, one more
+        // add when something is summed.
+        let all: u128 = full.iter().fold(0, |m, &x| m | x);
+        let factor = (n.max(2) - 1) as f64 + if all & !sets.out != 0 { 1.0 } else { 0.0 };
+        let shapes = per_axis(bound, |l, s| Some(if s { 1 } else { bound.extent(l) }));
+        Ok(Self {
+            spec: bound.spec().to_string(),
+            shapes,
+            stretched: bound.stretched().to_vec(),
+            strategy,
+            steps,
+            naive_flops: sets.size(all) * factor,
+            largest,
+        })
+    }
+
+    /// The spec the path was made for (output explicit).
+    ///
+    /// ```
+    /// let p = ttgt::einsum_path("ij,jk,kl", &[&[2, 3], &[3, 4], &[4, 5]], &Default::default()).unwrap();
+    /// assert_eq!(p.spec(), "ij,jk,kl->il");
+    /// ```
+    pub fn spec(&self) -> &str {
+        &self.spec
+    }
+
+    /// The operand shapes the path was made for.
+    ///
+    /// ```
+    /// let p = ttgt::einsum_path("ij,jk,kl", &[&[2, 3], &[3, 4], &[4, 5]], &Default::default()).unwrap();
+    /// assert_eq!(p.shapes()[2], vec![4, 5]);
+    /// ```
+    pub fn shapes(&self) -> &[Vec<usize>] {
+        &self.shapes
+    }
+
+    /// Per operand and axis: whether the axis is a `...` axis of extent 1 stretched by
+    /// broadcasting (dropped before the first step).
+    ///
+    /// ```
+    /// let p = ttgt::einsum_path("...i,...i,i", &[&[1, 3], &[4, 3], &[3]], &Default::default()).unwrap();
+    /// assert_eq!(p.stretched()[0], vec![true, false]);
+    /// ```
+    pub fn stretched(&self) -> &[Vec<bool>] {
+        &self.stretched
+    }
+
+    /// The pairwise steps, in order.
+    ///
+    /// ```
+    /// let p = ttgt::einsum_path("i,i,i", &[&[3], &[3], &[3]], &Default::default()).unwrap();
+    /// assert_eq!(p.steps().len(), 2);
+    /// ```
+    pub fn steps(&self) -> &[PathStep] {
+        &self.steps
+    }
+
+    /// The path in numpy's notation (`numpy.einsum_path(...)[0][1:]`).
+    ///
+    /// ```
+    /// let p = ttgt::einsum_path("ab,cd,bc->ad", &[&[9, 9], &[9, 9], &[9, 9]], &Default::default()).unwrap();
+    /// assert_eq!(p.pairs().len(), 2);
+    /// ```
+    pub fn pairs(&self) -> Vec<(usize, usize)> {
+        self.steps.iter().map(|s| s.pair).collect()
+    }
+
+    /// Total FLOPs of the path.
+    ///
+    /// ```
+    /// let p = ttgt::einsum_path("ij,jk,kl", &[&[2, 3], &[3, 4], &[4, 5]], &Default::default()).unwrap();
+    /// assert_eq!(p.flops(), p.steps().iter().map(|s| s.flops).sum::<f64>());
+    /// ```
+    pub fn flops(&self) -> f64 {
+        self.steps.iter().map(|s| s.flops).sum()
+    }
+
+    /// FLOPs of evaluating the spec in one loop nest over every index (numpy's "naive" count).
+    ///
+    /// ```
+    /// let p = ttgt::einsum_path("ij,jk,kl", &[&[2, 3], &[3, 4], &[4, 5]], &Default::default()).unwrap();
+    /// assert_eq!(p.naive_flops(), 3.0 * 120.0);
+    /// ```
+    pub fn naive_flops(&self) -> f64 {
+        self.naive_flops
+    }
+
+    /// Elements of the largest intermediate (the final result not counted).
+    ///
+    /// ```
+    /// let p = ttgt::einsum_path("ij,jk,kl", &[&[2, 3], &[3, 4], &[4, 5]], &Default::default()).unwrap();
+    /// assert_eq!(p.largest_intermediate(), 8.0); // i x k = 2 x 4
+    /// ```
+    pub fn largest_intermediate(&self) -> f64 {
+        self.largest
+    }
+
+    /// Which search made the path: "optimal", "greedy", "left to right", "explicit" or
+    /// "single step" (one or two operands).
+    ///
+    /// ```
+    /// let p = ttgt::einsum_path("ij,jk", &[&[2, 3], &[3, 4]], &Default::default()).unwrap();
+    /// assert_eq!(p.strategy(), "single step");
+    /// ```
+    pub fn strategy(&self) -> &'static str {
+        self.strategy
+    }
+}
+
+impl fmt::Display for ContractionPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let speedup = if self.flops() > 0.0 {
+            self.naive_flops / self.flops()
+        } else {
+            1.0
+        };
+        writeln!(f, "path for {} ({}):", self.spec, self.strategy)?;
+        writeln!(
+            f,
+            "  FLOPs {:.4e} (one loop nest: {:.4e}, {:.1}x more); largest intermediate {:.0} elements",
+            self.flops(),
+            self.naive_flops,
+            speedup,
+            self.largest
+        )?;
+        for (k, s) in self.steps.iter().enumerate() {
+            writeln!(
+                f,
+                "  step {k}: {:?} {:<24} {} indices, {:.3e} FLOPs, result {:.0} elements",
+                s.pair, s.spec, s.scaling, s.flops, s.elements
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::einsum::parse;
+
+    fn path(spec: &str, shapes: &[&[usize]], strategy: PathStrategy) -> ContractionPath {
+        let b = parse(spec).unwrap().bind(shapes).unwrap();
+        let o = PathOptions {
+            strategy,
+            memory_limit: None,
+        };
+        ContractionPath::new(&b, &o).unwrap()
+    }
+
+    #[test]
+    fn positions_round_trip() {
+        let mut ssa = vec![(3, 1), (0, 4), (5, 2)];
+        let pos = to_positions(&mut ssa, 4);
+        assert_eq!(pos, vec![(1, 3), (0, 2), (0, 1)]);
+        assert_eq!(ssa, vec![(1, 3), (0, 4), (2, 5)]);
+        assert_eq!(from_positions(&pos, 4).unwrap(), ssa);
+    }
+
+    #[test]
+    fn kept_labels_follow_multiplicity() {
+        // a in A and B only: summed; b in A, B and a third operand: kept; c only in A: summed
+        // unless in the output.
+        let (a, b, c) = (1u128, 2u128, 4u128);
+        let ma = a | b | c;
+        let mb = a | b;
+        let live = [(0, ma), (1, mb), (2, b)];
+        let (ge2, ge3) = multiplicity(&live);
+        assert_eq!((ge2, ge3), (a | b, b));
+        assert_eq!(kept(ma, mb, 0, ge2, ge3), b);
+        assert_eq!(kept(ma, mb, c, ge2, ge3), b | c);
+    }
+
+    #[test]
+    fn chain_takes_the_small_side_first() {
+        // (AB)C costs 2*10*100*100 + 2*10*100*10, A(BC) 2*100*100*10 + 2*10*100*10: equal
+        // here, so make B·C clearly cheaper.
+        let p = path(
+            "ij,jk,kl->il",
+            &[&[100, 100], &[100, 100], &[100, 2]],
+            PathStrategy::Optimal,
+        );
+        assert_eq!(p.steps()[0].spec, "jk,kl->jl");
+        assert_eq!(p.flops(), 2.0 * 100.0 * 100.0 * 2.0 * 2.0);
+        let l = path(
+            "ij,jk,kl->il",
+            &[&[100, 100], &[100, 100], &[100, 2]],
+            PathStrategy::LeftToRight,
+        );
+        assert_eq!(l.pairs(), vec![(0, 1), (0, 1)]);
+        assert_eq!(l.flops(), 2.0 * 1e6 + 2.0 * 100.0 * 100.0 * 2.0);
+    }
+
+    #[test]
+    fn broadcast_axes_are_dropped() {
+        // The stretched axis of extent 1 does not count.
+        let p = path(
+            "...i,...i,i->...",
+            &[&[1, 5], &[7, 5], &[5]],
+            PathStrategy::Auto,
+        );
+        assert_eq!(p.steps().len(), 2);
+        assert!(p.steps().iter().all(|s| s.flops <= 2.0 * 35.0));
+    }
+}

@@ -1,0 +1,469 @@
+//! Contraction paths for three or more operands (`einsum_path`, `einsum_with`): random
+//! networks against the reference engine under every strategy and all four element types,
+//! the optimal search against a brute-force enumeration of every pairwise order, memory
+//! limits, and the errors of bad explicit paths.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::{check_close, random_array, SplitMix, Tol};
+use ndarray::{ArrayD, ArrayViewD, Axis};
+use num_complex::{Complex32, Complex64};
+use proptest::prelude::*;
+use ttgt::plan::{PathOptions, PathStrategy};
+use ttgt::{Element, Error};
+
+/// A random network: operand subscripts, output subscripts and extents.
+#[derive(Clone, Debug)]
+struct Network {
+    spec: String,
+    shapes: Vec<Vec<usize>>,
+}
+
+/// `n` operands over up to `labels` indices of extents `1..=max_extent` (sometimes 0 when
+/// `zeros`); indices shared by two, three or more operands, some only in one, some
+/// repeated within an operand (diagonals), some kept in the output.
+fn network(seed: u64, n: usize, labels: usize, max_extent: usize, zeros: bool) -> Network {
+    let mut r = SplitMix::new(seed);
+    let mut pick = |m: u64| (r.next_u64() % m) as usize;
+    let mut ops: Vec<String> = vec![String::new(); n];
+    let mut out = String::new();
+    let mut extents = std::collections::BTreeMap::new();
+    let letters: Vec<char> = ('a'..='z').collect();
+    for &ch in letters.iter().take(labels) {
+        // Most indices join two operands (a bond), some three or more, some one.
+        let holders: Vec<usize> = match pick(10) {
+            0 => vec![pick(n as u64)],
+            1 | 2 => (0..n).filter(|_| pick(2) == 0).collect(),
+            _ => {
+                let a = pick(n as u64);
+                let b = (a + 1 + pick(n as u64 - 1)) % n;
+                vec![a, b]
+            }
+        };
+        let holders = if holders.is_empty() {
+            vec![pick(n as u64)]
+        } else {
+            holders
+        };
+        if holders.iter().any(|&k| ops[k].len() >= 5) {
+            continue;
+        }
+        for &k in &holders {
+            ops[k].push(ch);
+            if pick(25) == 0 && ops[k].len() < 5 {
+                ops[k].push(ch); // a diagonal
+            }
+        }
+        if pick(3) == 0 {
+            out.push(ch);
+        }
+        let e = if zeros && pick(40) == 0 {
+            0
+        } else {
+            1 + pick(max_extent as u64)
+        };
+        extents.insert(ch, e);
+    }
+    // Shuffle each operand's subscripts.
+    for op in ops.iter_mut() {
+        let mut v: Vec<char> = op.chars().collect();
+        for i in (1..v.len()).rev() {
+            v.swap(i, pick(i as u64 + 1));
+        }
+        *op = v.into_iter().collect();
+    }
+    let shapes = ops
+        .iter()
+        .map(|op| op.chars().map(|c| extents[&c]).collect())
+        .collect();
+    Network {
+        spec: format!("{}->{}", ops.join(","), out),
+        shapes,
+    }
+}
+
+/// A valid path in numpy's notation, random.
+fn random_path(seed: u64, n: usize) -> Vec<(usize, usize)> {
+    let mut r = SplitMix::new(seed ^ 0x5eed);
+    (0..n - 1)
+        .map(|s| {
+            let len = n - s;
+            let i = (r.next_u64() % len as u64) as usize;
+            let j = (i + 1 + (r.next_u64() % (len as u64 - 1)) as usize) % len;
+            (i, j)
+        })
+        .collect()
+}
+
+fn strategy(k: u64, seed: u64, n: usize) -> PathStrategy {
+    match k % 5 {
+        0 => PathStrategy::Auto,
+        1 => PathStrategy::Optimal,
+        2 => PathStrategy::Greedy,
+        3 => PathStrategy::LeftToRight,
+        _ => PathStrategy::Explicit(random_path(seed, n)),
+    }
+}
+
+fn shape_refs(net: &Network) -> Vec<&[usize]> {
+    net.shapes.iter().map(Vec::as_slice).collect()
+}
+
+fn run_network<T: Element>(net: &Network, strategy: PathStrategy, seed: u64, flip: bool) {
+    let owned: Vec<ArrayD<T>> = net
+        .shapes
+        .iter()
+        .enumerate()
+        .map(|(k, s)| random_array::<T>(s, seed ^ k as u64))
+        .collect();
+    // Some operands read through reversed axes (negative strides).
+    let views: Vec<ArrayViewD<'_, T>> = owned
+        .iter()
+        .map(|a| {
+            let mut v = a.view();
+            if flip && v.ndim() > 0 {
+                v.invert_axis(Axis(0));
+            }
+            v
+        })
+        .collect();
+    let flipped: Vec<ArrayD<T>> = views.iter().map(|v| v.to_owned()).collect();
+    let plain: Vec<ArrayViewD<'_, T>> = flipped.iter().map(|a| a.view()).collect();
+    let want = ttgt::reference::einsum(&net.spec, &plain).expect("reference");
+    let tol = Tol::new(&net.spec, &plain);
+    let o = PathOptions {
+        strategy: strategy.clone(),
+        memory_limit: None,
+    };
+    let got = ttgt::einsum_with(&net.spec, &views, &o)
+        .unwrap_or_else(|e| panic!("{} with {strategy:?}: {e}", net.spec));
+    if let Err(e) = check_close(&net.spec, &got.view(), &want, &tol) {
+        panic!("{strategy:?}: {e}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Random networks of 3 to 6 operands give the reference's values under every strategy.
+    #[test]
+    fn networks_match_the_reference(
+        seed in any::<u64>(),
+        n in 3usize..=6,
+        labels in 2usize..=9,
+        k in any::<u64>(),
+        flip in any::<bool>(),
+    ) {
+        let net = network(seed, n, labels, 4, true);
+        let s = strategy(k, seed, n);
+        match k % 4 {
+            0 => run_network::<f32>(&net, s, seed, flip),
+            1 => run_network::<f64>(&net, s, seed, flip),
+            2 => run_network::<Complex32>(&net, s, seed, flip),
+            _ => run_network::<Complex64>(&net, s, seed, flip),
+        }
+    }
+
+    /// The optimal search finds the fewest FLOPs of all pairwise orders; greedy and
+    /// left-to-right never beat it; every strategy's FLOPs are the sum of its steps'.
+    #[test]
+    fn optimal_is_the_minimum_of_all_orders(seed in any::<u64>(), n in 3usize..=5, labels in 2usize..=8) {
+        let net = network(seed, n, labels, 9, false);
+        let shapes = shape_refs(&net);
+        let path = |s: PathStrategy| {
+            ttgt::einsum_path(&net.spec, &shapes, &PathOptions { strategy: s, memory_limit: None })
+                .expect("path")
+        };
+        let best = path(PathStrategy::Optimal);
+        let brute = brute_force(&net);
+        prop_assert!((best.flops() - brute).abs() <= 1e-9 * brute, "{} {:?}: optimal {} vs all orders {}\n{}", net.spec, net.shapes, best.flops(), brute, best);
+        for s in [PathStrategy::Greedy, PathStrategy::LeftToRight, PathStrategy::Explicit(random_path(seed, n))] {
+            let p = path(s.clone());
+            prop_assert!(p.flops() >= best.flops() * (1.0 - 1e-12), "{s:?} beat optimal on {}", net.spec);
+            let sum: f64 = p.steps().iter().map(|x| x.flops).sum();
+            prop_assert_eq!(sum, p.flops());
+            prop_assert_eq!(p.steps().len(), n - 1);
+        }
+        // Auto is optimal at this size.
+        prop_assert_eq!(path(PathStrategy::Auto).flops(), best.flops());
+    }
+
+    /// With a memory limit, every intermediate fits, or no order fits and the error says so.
+    #[test]
+    fn memory_limits_hold(seed in any::<u64>(), n in 3usize..=6, limit in 1usize..200, greedy in any::<bool>()) {
+        let net = network(seed, n, 7, 6, false);
+        let shapes = shape_refs(&net);
+        let strategy = if greedy { PathStrategy::Greedy } else { PathStrategy::Optimal };
+        let o = PathOptions { strategy, memory_limit: Some(limit) };
+        match ttgt::einsum_path(&net.spec, &shapes, &o) {
+            Ok(p) => {
+                let steps = p.steps();
+                for s in &steps[..steps.len() - 1] {
+                    prop_assert!(s.elements <= limit as f64, "{}: {} > {limit}", net.spec, s.elements);
+                }
+                prop_assert!(p.largest_intermediate() <= limit as f64);
+            }
+            Err(Error::InvalidPath(msg)) => prop_assert!(msg.contains("memory limit"), "{msg}"),
+            Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+        }
+    }
+}
+
+/// Fewest FLOPs over every sequence of pairwise contractions (labels as sets; the same
+/// counting as the library: indices only one operand holds are summed out of it first, one
+/// add per element; a pair costs the product of the extents of both operands' indices,
+/// doubled when one is summed).
+fn brute_force(net: &Network) -> f64 {
+    let (ins, out) = net.spec.split_once("->").expect("explicit output");
+    let ext: std::collections::BTreeMap<char, f64> = ins
+        .split(',')
+        .zip(&net.shapes)
+        .flat_map(|(t, s)| t.chars().zip(s.iter().map(|&e| e as f64)))
+        .collect();
+    let out: BTreeSet<char> = out.chars().collect();
+    let full: Vec<BTreeSet<char>> = ins.split(',').map(|t| t.chars().collect()).collect();
+    let mut reductions = 0.0;
+    let ops: Vec<BTreeSet<char>> = (0..full.len())
+        .map(|k| {
+            let needed: BTreeSet<char> = full[k]
+                .iter()
+                .copied()
+                .filter(|c| {
+                    out.contains(c) || (0..full.len()).any(|j| j != k && full[j].contains(c))
+                })
+                .collect();
+            if needed.len() < full[k].len() {
+                reductions += full[k].iter().map(|c| ext[c]).product::<f64>();
+            }
+            needed
+        })
+        .collect();
+    fn go(
+        ops: &[BTreeSet<char>],
+        out: &BTreeSet<char>,
+        ext: &std::collections::BTreeMap<char, f64>,
+    ) -> f64 {
+        if ops.len() == 1 {
+            return 0.0;
+        }
+        let mut best = f64::INFINITY;
+        for i in 0..ops.len() {
+            for j in i + 1..ops.len() {
+                let rest: Vec<&BTreeSet<char>> = (0..ops.len())
+                    .filter(|&k| k != i && k != j)
+                    .map(|k| &ops[k])
+                    .collect();
+                let all: BTreeSet<char> = ops[i].union(&ops[j]).copied().collect();
+                let keep: BTreeSet<char> = all
+                    .iter()
+                    .copied()
+                    .filter(|c| out.contains(c) || rest.iter().any(|r| r.contains(c)))
+                    .collect();
+                let size: f64 = all.iter().map(|c| ext[c]).product();
+                let flops = size * if keep.len() < all.len() { 2.0 } else { 1.0 };
+                let mut next: Vec<BTreeSet<char>> = rest.into_iter().cloned().collect();
+                next.push(keep);
+                best = best.min(flops + go(&next, out, ext));
+            }
+        }
+        best
+    }
+    reductions + go(&ops, &out, &ext)
+}
+
+#[test]
+fn chain_of_matrices_is_ordered_by_cost() {
+    // The textbook chain: (A(BC))D beats left to right by far.
+    let shapes: [&[usize]; 4] = [&[10, 30], &[30, 5], &[5, 60], &[60, 2]];
+    let best = ttgt::einsum_path("ab,bc,cd,de->ae", &shapes, &PathOptions::default()).unwrap();
+    let left = PathOptions {
+        strategy: PathStrategy::LeftToRight,
+        memory_limit: None,
+    };
+    let naive = ttgt::einsum_path("ab,bc,cd,de->ae", &shapes, &left).unwrap();
+    assert_eq!(best.strategy(), "optimal");
+    // cd,de first (5x60x2), then bc with it (30x5x2), then ab (10x30x2).
+    assert_eq!(
+        best.steps()
+            .iter()
+            .map(|s| s.spec.as_str())
+            .collect::<Vec<_>>(),
+        ["cd,de->ce", "bc,ce->be", "ab,be->ae"]
+    );
+    assert_eq!(best.flops(), 2.0 * (600.0 + 300.0 + 600.0));
+    assert_eq!(naive.flops(), 2.0 * (1500.0 + 3000.0 + 1200.0));
+    assert_eq!(best.pairs(), vec![(2, 3), (1, 2), (0, 1)]);
+    assert!(best.to_string().contains("cd,de->ce"));
+}
+
+#[test]
+fn outer_products_are_avoided_until_needed() {
+    // numpy's documented example: a 10^8-point loop nest becomes five small steps.
+    let s = "ea,fb,abcd,gc,hd->efgh";
+    let shapes: [&[usize]; 5] = [
+        &[10, 10],
+        &[10, 10],
+        &[10, 10, 10, 10],
+        &[10, 10],
+        &[10, 10],
+    ];
+    for strategy in [PathStrategy::Optimal, PathStrategy::Greedy] {
+        let p = ttgt::einsum_path(
+            s,
+            &shapes,
+            &PathOptions {
+                strategy,
+                memory_limit: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(p.flops(), 4.0 * 2.0 * 1e5, "{p}");
+        assert_eq!(p.largest_intermediate(), 1e4);
+        assert_eq!(p.naive_flops(), 5.0 * 1e8);
+        assert!(p.steps().iter().all(|st| st.scaling == 5));
+    }
+}
+
+#[test]
+fn broadcast_networks_drop_stretched_axes() {
+    let a = random_array::<f64>(&[1, 3, 4], 1);
+    let b = random_array::<f64>(&[5, 4, 2], 2);
+    let c = random_array::<f64>(&[2], 3);
+    let d = random_array::<f64>(&[5, 1, 3], 4);
+    let spec = "...ij,...jk,k,...i->...";
+    let ops = [a.view(), b.view(), c.view(), d.view()];
+    let want = ttgt::reference::einsum(spec, &ops).unwrap();
+    for strategy in [
+        PathStrategy::Auto,
+        PathStrategy::Greedy,
+        PathStrategy::LeftToRight,
+    ] {
+        let got = ttgt::einsum_with(
+            spec,
+            &ops,
+            &PathOptions {
+                strategy,
+                memory_limit: None,
+            },
+        )
+        .unwrap();
+        assert_eq!(got.shape(), want.shape());
+        for (g, w) in got.iter().zip(want.iter()) {
+            assert!((g - w).abs() < 1e-12, "{g} vs {w}");
+        }
+    }
+}
+
+#[test]
+fn bad_paths_are_errors() {
+    let shapes: [&[usize]; 3] = [&[2, 3], &[3, 4], &[4, 5]];
+    let with = |p: Vec<(usize, usize)>| {
+        ttgt::einsum_path(
+            "ij,jk,kl->il",
+            &shapes,
+            &PathOptions {
+                strategy: PathStrategy::Explicit(p),
+                memory_limit: None,
+            },
+        )
+    };
+    for (p, needle) in [
+        (vec![(0, 1)], "need 2 pairwise step(s), the path has 1"),
+        (vec![(0, 1), (0, 1), (0, 1)], "the path has 3"),
+        (vec![(1, 1), (0, 1)], "two different positions"),
+        (vec![(0, 3), (0, 1)], "pairs positions (0, 3)"),
+        (vec![(0, 1), (0, 2)], "step 1 pairs positions (0, 2)"),
+    ] {
+        match with(p.clone()) {
+            Err(Error::InvalidPath(msg)) => assert!(msg.contains(needle), "{p:?}: {msg}"),
+            other => panic!("{p:?}: {other:?}"),
+        }
+    }
+    // Positions in either order are accepted.
+    assert_eq!(
+        with(vec![(2, 1), (1, 0)]).unwrap().pairs(),
+        vec![(1, 2), (0, 1)]
+    );
+    // The optimal search has a size bound, greedy has none.
+    let spec = (0..17)
+        .map(|k| format!("a{}", char::from(b'b' + k as u8)))
+        .collect::<Vec<_>>()
+        .join(",");
+    let shapes17: Vec<Vec<usize>> = vec![vec![2, 2]; 17];
+    let refs: Vec<&[usize]> = shapes17.iter().map(Vec::as_slice).collect();
+    let optimal = PathOptions {
+        strategy: PathStrategy::Optimal,
+        memory_limit: None,
+    };
+    assert!(matches!(
+        ttgt::einsum_path(&spec, &refs, &optimal),
+        Err(Error::Unsupported(m)) if m.contains("at most 16")
+    ));
+    let auto = ttgt::einsum_path(&spec, &refs, &PathOptions::default()).unwrap();
+    assert_eq!(auto.strategy(), "greedy");
+    assert_eq!(auto.steps().len(), 16);
+    // A memory limit nothing meets.
+    let tight = PathOptions {
+        strategy: PathStrategy::Optimal,
+        memory_limit: Some(1),
+    };
+    assert!(matches!(
+        ttgt::einsum_path("ij,jk,kl->il", &shapes, &tight),
+        Err(Error::InvalidPath(m)) if m.contains("memory limit of 1 elements")
+    ));
+    // Operand count and extents are checked before any search.
+    let a = ArrayD::<f64>::zeros(vec![2, 3]);
+    assert!(matches!(
+        ttgt::einsum_with(
+            "ij,jk,kl->il",
+            &[a.view(), a.view()],
+            &PathOptions::default()
+        ),
+        Err(Error::OperandCount { .. })
+    ));
+    assert!(matches!(
+        ttgt::einsum_with(
+            "ij,jk,kl->il",
+            &[a.view(), a.view(), a.view()],
+            &PathOptions::default()
+        ),
+        Err(Error::ExtentMismatch { .. })
+    ));
+}
+
+#[test]
+fn hyperedges_stay_until_their_last_operand() {
+    // b is shared by all three operands and summed: it must survive the first step.
+    let a = random_array::<f64>(&[3, 4], 7);
+    let b = random_array::<f64>(&[4, 5], 8);
+    let c = random_array::<f64>(&[4, 5, 2], 9);
+    let spec = "ab,bc,bcd->ad";
+    let ops = [a.view(), b.view(), c.view()];
+    let want = ttgt::reference::einsum(spec, &ops).unwrap();
+    for p in [
+        vec![(0, 1), (0, 1)],
+        vec![(0, 2), (0, 1)],
+        vec![(1, 2), (0, 1)],
+    ] {
+        let o = PathOptions {
+            strategy: PathStrategy::Explicit(p.clone()),
+            memory_limit: None,
+        };
+        let path = ttgt::einsum_path(spec, &[&[3, 4], &[4, 5], &[4, 5, 2]], &o).unwrap();
+        assert!(
+            path.steps()[0]
+                .spec
+                .split("->")
+                .nth(1)
+                .unwrap()
+                .contains('b'),
+            "{p:?}: {path}"
+        );
+        let got = ttgt::einsum_with(spec, &ops, &o).unwrap();
+        for (g, w) in got.iter().zip(want.iter()) {
+            assert!((g - w).abs() < 1e-12, "{p:?}: {g} vs {w}");
+        }
+    }
+}

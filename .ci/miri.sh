@@ -11,7 +11,8 @@
 # views (tensor/view.rs), the GETT engine's scalar kernel and packing (backend/cpu/gett), and
 # the contraction loop nest (backend/cpu/execute.rs) over candidates of small contractions
 # with our own GEMM: packed operands, loops and batch-reduce loops, C direct, through a
-# temporary, in place and in tiles, the epilogue, the measured choice. Not covered: the SIMD
+# temporary, in place and in tiles, the epilogue, the measured choice; the streamed GEMV
+# (backend/cpu/gemm/gemv.rs: both matrix forms, strided vectors, split sums). Not covered: the SIMD
 # kernels (under Miri `is_x86_feature_detected!` reports no AVX, so the scalar paths run), the
 # GEMM libraries (`matrixmultiply`, `gemm`), the huge-page advice (madvise) and FFI (CUDA,
 # HPTT).
@@ -48,7 +49,7 @@ group() {
 }
 log_dir=$(mktemp -d)
 trap 'rm -rf "$log_dir"' EXIT
-group backend::cpu::execute:: backend::cpu::gett::tests &
+group backend::cpu::execute:: backend::cpu::gett::tests backend::cpu::gemm::gemv:: &
 second=$!
 status=0
 group transpose::plan:: transpose::strided:: transpose::inplace::tests tensor::view:: \

@@ -499,7 +499,34 @@ pub fn gemm_seconds(
     k: usize,
     threads: usize,
 ) -> f64 {
-    gemm_coeffs(&profile(), library, dtype, threads).seconds(m, n, k)
+    let p = profile();
+    gemv_seconds(&p, dtype, (m, n, k), threads)
+        .unwrap_or_else(|| gemm_coeffs(&p, library, dtype, threads).seconds(m, n, k))
+}
+
+/// Predicted seconds of a matrix-vector product (a GEMM call with `m == 1` or `n == 1`),
+/// which the CPU backend streams whatever the library (`backend/cpu/gemm/gemv.rs`): its
+/// matrix read once at this machine's copy rate (on the Zen 4 host, 2500x2500 f64 ran at
+/// 1.1-1.5x the copy rate's bytes per second at 1 and 2 threads; the copy rate counts the
+/// bytes read and written). `None` for any other shape.
+///
+/// ```
+/// use ttgt::{DType, model::{gemv_seconds, profile}};
+/// let t = gemv_seconds(&profile(), DType::F64, (2000, 1, 3000), 1).unwrap();
+/// assert!(t > 0.0);
+/// assert!(gemv_seconds(&profile(), DType::F64, (20, 20, 20), 1).is_none());
+/// ```
+pub fn gemv_seconds(
+    p: &Profile,
+    dtype: DType,
+    (m, n, k): (usize, usize, usize),
+    threads: usize,
+) -> Option<f64> {
+    if m != 1 && n != 1 {
+        return None;
+    }
+    let bytes = (m.max(n) * k + k + m * n) as f64 * dtype.size_bytes() as f64;
+    Some(bytes / (p.copy_gbps(threads) * 1e9))
 }
 
 /// Predicted seconds of one GEMM call `C[m×n] = A[m×k]·B[k×n]` with these `(row, column)`
@@ -519,8 +546,12 @@ pub fn gemm_seconds_strided(
     [a, b, c]: [[isize; 2]; 3],
     threads: usize,
 ) -> f64 {
+    let p = profile();
+    if let Some(t) = gemv_seconds(&p, dtype, (m, n, k), threads) {
+        return t;
+    }
     let (layout, m, n) = GemmLayout::classify((m, n, k), a, b, c);
-    gemm_coeffs_in(&profile(), library, dtype, threads, layout).seconds(m, n, k)
+    gemm_coeffs_in(&p, library, dtype, threads, layout).seconds(m, n, k)
 }
 
 #[cfg(test)]

@@ -23,8 +23,9 @@ use super::prepare::OperandPrep;
 use crate::einsum::{BoundSpec, Label};
 use crate::error::{Error, Result};
 use crate::model::{
-    gemm_coeffs_in, gett_blocking, gett_depth, gett_orient, gett_simd_available, gett_work,
-    predict_transpose, profile, GemmLayout, GemmLibrary, GettIndex, OperandSource, Profile,
+    gemm_coeffs_in, gemv_seconds, gett_blocking, gett_depth, gett_orient, gett_simd_available,
+    gett_work, predict_transpose, profile, GemmLayout, GemmLibrary, GettIndex, OperandSource,
+    Profile,
 };
 use crate::tensor::{DType, Layout};
 use crate::transpose::inplace::{InPlaceOptions, InPlacePlan};
@@ -666,7 +667,8 @@ impl CallPrice {
         gt: usize,
     ) -> f64 {
         let (m, n, k) = self.mnk;
-        let co = gemm_coeffs_in(p, library, dtype, gt, self.layout);
+        let single = gemv_seconds(p, dtype, self.mnk, gt)
+            .unwrap_or_else(|| gemm_coeffs_in(p, library, dtype, gt, self.layout).seconds(m, n, k));
         let slowdown = p.gemm_concurrency_at(
             library,
             dtype,
@@ -680,7 +682,7 @@ impl CallPrice {
         } else {
             0.0
         };
-        co.seconds(m, n, k) * slowdown + self.penalty / gt as f64 + memory
+        single * slowdown + self.penalty / gt as f64 + memory
     }
 }
 

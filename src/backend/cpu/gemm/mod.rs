@@ -1,9 +1,11 @@
 //! Strided GEMM `C = alpha * A·B + beta * C` for the four element types behind one small
 //! trait, [`GemmBackend`], with two implementations: the `matrixmultiply` crate and the `gemm`
 //! crate (AVX-512 kernels through its `x86-v4` feature, rayon-parallel). [`gemm`] dispatches
-//! on a [`GemmLibrary`] chosen by the planner.
+//! on a [`GemmLibrary`] chosen by the planner, except for matrix-vector products with a
+//! unit-stride matrix, which run our streamed GEMV (`gemv.rs`) whatever the library.
 
 mod gemm_crate;
+mod gemv;
 mod matrixmultiply;
 mod native;
 
@@ -86,6 +88,10 @@ pub(crate) unsafe fn gemm<T: Element>(
                 };
             }
         }
+        return;
+    }
+    // Matrix-vector products stream their matrix whichever library was chosen.
+    if (m == 1 || n == 1) && gemv::try_gemv(m, n, k, alpha, a, b, beta, c, threads) {
         return;
     }
     match library {

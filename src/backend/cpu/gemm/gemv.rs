@@ -141,31 +141,13 @@ impl<T: Element> Block<T> {
 }
 
 /// Runs `C = alpha * A·B + beta * C` as a matrix-vector product when it is one (`m == 1` or
-/// `n == 1`, the matrix with a unit stride); returns false, having done nothing, otherwise.
+/// `n == 1`, the matrix with a unit stride), with the loops compiled for `isa`; returns
+/// false, having done nothing, otherwise.
 ///
 /// # Safety
-/// As for [`super::gemm`], with `m, n, k > 0`.
-#[allow(clippy::too_many_arguments)] // the BLAS signature plus a thread count
-pub(crate) unsafe fn try_gemv<T: Element>(
-    m: usize,
-    n: usize,
-    k: usize,
-    alpha: T,
-    a: Mat<T>,
-    b: Mat<T>,
-    beta: T,
-    c: MatMut<T>,
-    threads: usize,
-) -> bool {
-    gemv_on(Isa::detect(), m, n, k, alpha, a, b, beta, c, threads)
-}
-
-/// [`try_gemv`] with the kernels compiled for `isa` (which the CPU must have).
-///
-/// # Safety
-/// As for [`try_gemv`]; the CPU supports `isa`.
+/// As for [`super::gemm`], with `m, n, k > 0`; the CPU supports `isa`.
 #[allow(clippy::too_many_arguments)] // the BLAS signature plus ISA and thread count
-unsafe fn gemv_on<T: Element>(
+pub(crate) unsafe fn try_gemv<T: Element>(
     isa: Isa,
     m: usize,
     n: usize,
@@ -325,7 +307,7 @@ mod tests {
             let (crs, ccs) = (n as isize * step, step);
             let alpha = T::from_parts(0.75, 0.25);
             let ok = unsafe {
-                gemv_on(
+                try_gemv(
                     isa,
                     m,
                     n,
@@ -422,9 +404,9 @@ mod tests {
             cs: 1,
         };
         // 2x2 output: a GEMM, not a GEMV.
-        assert!(!unsafe { try_gemv(2, 2, 2, 1.0, mat(2, 1), mat(2, 1), 0.0, out, 1) });
+        assert!(!unsafe { try_gemv(Isa::Scalar, 2, 2, 2, 1.0, mat(2, 1), mat(2, 1), 0.0, out, 1) });
         // n == 1 but the matrix has no unit stride.
-        assert!(!unsafe { try_gemv(2, 1, 2, 1.0, mat(4, 2), mat(1, 1), 0.0, out, 1) });
+        assert!(!unsafe { try_gemv(Isa::Scalar, 2, 1, 2, 1.0, mat(4, 2), mat(1, 1), 0.0, out, 1) });
         assert_eq!(c, [0.0; 16]);
     }
 }

@@ -11,6 +11,7 @@ mod native;
 
 use crate::model::GemmLibrary;
 use crate::tensor::Element;
+use crate::transpose::Isa;
 
 pub(crate) use self::gemm_crate::GemmCrate;
 pub(crate) use self::matrixmultiply::MatrixMultiply;
@@ -91,7 +92,7 @@ pub(crate) unsafe fn gemm<T: Element>(
         return;
     }
     // Matrix-vector products stream their matrix whichever library was chosen.
-    if (m == 1 || n == 1) && gemv::try_gemv(m, n, k, alpha, a, b, beta, c, threads) {
+    if (m == 1 || n == 1) && gemv::try_gemv(Isa::detect(), m, n, k, alpha, a, b, beta, c, threads) {
         return;
     }
     match library {

@@ -12,11 +12,16 @@ to a relative 1e-12 for float64/complex128 and 1e-5 for float32/complex64, relat
 max(1, max|want|); the result's dtype must be numpy's. A few bad inputs must exit with
 status 2 and one line on stderr.
 
+Then random networks of 4 to 6 operands run with each --path choice and are compared with
+numpy.einsum the same way; with the optimal search, the path's FLOP count (from --explain) must
+not exceed numpy.einsum_path(optimize='optimal')'s.
+
 The seed is fixed (override with TTGT_NUMPY_SEED). Prints `N passed, M failed` at the end and
 exits non-zero when something failed.
 """
 
 import os
+import re
 import string
 import subprocess
 import sys
@@ -274,6 +279,71 @@ def one_case(binary, rng, tmp, case_id, spec, shapes, dtype):
     return None
 
 
+N_NETWORKS = 16
+
+
+def gen_network(rng):
+    """4 to 6 operands; every index in two operands (a bond), three (a hyperedge), or one
+    operand and the output; extents 1..4."""
+    n = int(rng.integers(4, 7))
+    ops = [[] for _ in range(n)]
+    out = []
+    for c in LETTERS[: int(rng.integers(4, 10))]:
+        r = rng.random()
+        holders = rng.choice(n, size=3 if r < 0.15 else 1 if r < 0.3 else 2, replace=False)
+        if any(len(ops[k]) >= 4 for k in holders):
+            continue
+        for k in holders:
+            ops[k].append(c)
+        if len(holders) == 1 or rng.random() < 0.2:
+            out.append(c)
+    for k in range(n):
+        if not ops[k]:
+            ops[k].append(LETTERS[20])  # a scalar would do too; keep every operand a tensor
+            out.append(LETTERS[20])
+    out = list(dict.fromkeys(out))
+    ext = {c: int(rng.integers(1, 5)) for t in ops for c in t}
+    spec = ",".join("".join(t) for t in ops) + "->" + "".join(out)
+    return spec, [[ext[c] for c in t] for t in ops]
+
+
+def network_case(binary, rng, tmp, case_id):
+    """A random network through --path: values against numpy.einsum, and with the optimal
+    search, FLOPs no more than numpy.einsum_path(optimize='optimal') counts."""
+    spec, shapes = gen_network(rng)
+    dtype = DTYPES[int(rng.integers(4))]
+    path = ["auto", "optimal", "greedy", "left"][int(rng.integers(4))]
+    ops = [random_array(rng, tuple(sh), dtype) for sh in shapes]
+    args = ["contract", spec]
+    for k, a in enumerate(ops):
+        p = os.path.join(tmp, f"net{case_id}_op{k}.npy")
+        save(rng, p, odd_view(rng, a))
+        args.append(p)
+    out_path = os.path.join(tmp, f"net{case_id}_out.npy")
+    args += ["-o", out_path, "--path", path, "--explain"]
+    where = f"{spec} {shapes} {np.dtype(dtype).name} --path {path}"
+    p = run(binary, args)
+    if p.returncode != 0:
+        return f"{where}: exit {p.returncode}: {p.stderr.strip()}"
+    wide = np.complex128 if np.iscomplexobj(ops[0]) else np.float64
+    want = np.einsum(spec, *[a.astype(wide) for a in ops])
+    got = np.load(out_path)
+    scale = max(1.0, float(np.max(np.abs(want), initial=0.0)))
+    err = float(np.max(np.abs(got - want), initial=0.0))
+    if got.shape != want.shape or not err <= tol_for(dtype) * scale:
+        return f"{where}: shape {got.shape} vs {want.shape}, max abs error {err:.3e}"
+    if path in ("auto", "optimal"):
+        m = re.search(r"FLOPs ([0-9.e+-]+) \(one loop nest", p.stdout)
+        info = np.einsum_path(spec, *ops, optimize="optimal")[1]
+        n = re.search(r"Optimized FLOP count:\s*([0-9.e+-]+)", info)
+        if not m or not n:
+            return f"{where}: no FLOP count in {p.stdout!r}"
+        ours, theirs = float(m.group(1)), float(n.group(1))
+        if ours > theirs * (1 + 2e-3):
+            return f"{where}: path FLOPs {ours:.4e} > numpy's optimal {theirs:.4e}"
+    return None
+
+
 def bad_inputs(binary, tmp):
     """Each bad input must exit 2 with one stderr line and nothing on stdout."""
     a = os.path.join(tmp, "bad_a.npy")
@@ -327,6 +397,15 @@ def main():
                     passed += 1
                 else:
                     failures.append(msg)
+        for i in range(N_NETWORKS):
+            try:
+                msg = network_case(binary, rng, tmp, i)
+            except Exception as e:
+                msg = f"network {i}: {type(e).__name__}: {e}"
+            if msg is None:
+                passed += 1
+            else:
+                failures.append(msg)
         n_bad, bad_failures = bad_inputs(binary, tmp)
         passed += n_bad - len(bad_failures)
         failures += bad_failures

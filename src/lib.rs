@@ -315,19 +315,50 @@ pub fn einsum_path(
     ContractionPath::new(&bound, options)
 }
 
-/// An operand of a pairwise step: one of the caller's (a view) or an intermediate.
-enum Operand<'a, T> {
+/// An operand of a pairwise step: one of the caller's (a view), an intermediate in a pooled
+/// workspace buffer (row-major from `offset`), or the final result.
+enum Operand<'a, T: Element> {
     Given(ArrayViewD<'a, T>),
+    Pooled {
+        buf: tensor::Workspace<T>,
+        offset: usize,
+        shape: Vec<usize>,
+    },
     Made(ArrayD<T>),
 }
 
-impl<T> Operand<'_, T> {
-    fn view(&self) -> ArrayViewD<'_, T> {
+impl<T: Element> Operand<'_, T> {
+    fn view(&self) -> Result<ArrayViewD<'_, T>> {
         match self {
-            Operand::Given(v) => v.view(),
-            Operand::Made(a) => a.view(),
+            Operand::Given(v) => Ok(v.view()),
+            Operand::Pooled { buf, offset, shape } => {
+                let n: usize = shape.iter().product();
+                ArrayViewD::from_shape(IxDyn(shape), &buf[*offset..*offset + n])
+                    .map_err(|e| Error::Layout(e.to_string()))
+            }
+            Operand::Made(a) => Ok(a.view()),
         }
     }
+}
+
+/// The intermediate of one path step in a pooled workspace buffer (`beta = 0`: the buffer's
+/// old contents are never read), so that repeated evaluations of a network reuse memory
+/// instead of zero-filling and faulting in fresh pages every time.
+fn pooled_step<'a, T: Element>(
+    spec: &str,
+    x: &ArrayViewD<'_, T>,
+    y: &ArrayViewD<'_, T>,
+) -> Result<Operand<'a, T>> {
+    let shape = output_shape(spec, &[x.shape(), y.shape()])?;
+    let n = Layout::row_major(&shape)?.len();
+    let (mut buf, offset) = tensor::take_aligned::<T>(n, true, "a path intermediate")?;
+    {
+        let mut out =
+            ndarray::ArrayViewMutD::from_shape(IxDyn(&shape), &mut buf[offset..offset + n])
+                .map_err(|e| Error::Layout(e.to_string()))?;
+        contract_into(spec, T::one(), x, y, T::zero(), &mut out)?;
+    }
+    Ok(Operand::Pooled { buf, offset, shape })
 }
 
 /// einsum with any number of operands, contracted pairwise along the path that `options`
@@ -395,15 +426,21 @@ pub fn einsum_along<T: Element>(
         })
         .collect();
     let mut times = Vec::with_capacity(path.steps().len());
-    for step in path.steps() {
+    let last = path.steps().len().saturating_sub(1);
+    for (s, step) in path.steps().iter().enumerate() {
         let (i, j) = step.pair;
         let start = std::time::Instant::now();
         let y = list.remove(j);
         let x = list.remove(i);
-        let r = contract(&step.spec, &x.view(), &y.view())?;
-        drop((x, y)); // intermediates go as soon as they are used
+        let (xv, yv) = (x.view()?, y.view()?);
+        let r = if s == last {
+            Operand::Made(contract(&step.spec, &xv, &yv)?)
+        } else {
+            pooled_step(&step.spec, &xv, &yv)?
+        };
+        drop((x, y)); // intermediates go back to the pool as soon as they are used
         times.push(start.elapsed());
-        list.push(Operand::Made(r));
+        list.push(r);
     }
     match list.pop() {
         Some(Operand::Made(r)) if list.is_empty() => Ok((r, times)),

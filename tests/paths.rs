@@ -467,3 +467,30 @@ fn hyperedges_stay_until_their_last_operand() {
         }
     }
 }
+
+#[test]
+fn repeated_runs_reuse_intermediates_without_leaks() {
+    // Intermediates live in pooled workspace buffers: a second run on other data (and a run
+    // after the pool held NaNs of a third shape) must not see the first run's values.
+    let spec = "ab,bc,cd,de->ae";
+    let shapes: [&[usize]; 4] = [&[6, 9], &[9, 7], &[7, 8], &[8, 5]];
+    let path = ttgt::einsum_path(spec, &shapes, &PathOptions::default()).unwrap();
+    for round in 0..3u64 {
+        let ops: Vec<ArrayD<f64>> = shapes
+            .iter()
+            .enumerate()
+            .map(|(k, s)| random_array::<f64>(s, 100 * round + k as u64))
+            .collect();
+        let views: Vec<ArrayViewD<'_, f64>> = ops.iter().map(|a| a.view()).collect();
+        let want = ttgt::reference::einsum(spec, &views).unwrap();
+        let (got, times) = ttgt::einsum_along(&path, &views).unwrap();
+        assert_eq!(times.len(), 3);
+        for (g, w) in got.iter().zip(want.iter()) {
+            assert!((g - w).abs() < 1e-12, "round {round}: {g} vs {w}");
+        }
+        // Fill the pool with NaN buffers of the intermediates' sizes.
+        let nan = ArrayD::<f64>::from_elem(vec![6, 7], f64::NAN);
+        let id = ArrayD::<f64>::from_elem(vec![7, 7], 0.0);
+        let _ = ttgt::einsum("ab,bc,cd->ad", &[nan.view(), id.view(), id.view()]);
+    }
+}

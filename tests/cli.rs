@@ -1159,3 +1159,55 @@ fn contract_explain_shows_candidates_and_workspace_limit() {
     ]);
     assert!(out.contains("[matrixmultiply]"), "{out}");
 }
+
+#[test]
+fn bench_networks_json() {
+    let out = ok(&[
+        "bench",
+        "networks",
+        "--only",
+        "ao2mo,bilinear",
+        "--scale",
+        "0.2",
+        "--dtype",
+        "c32",
+        "--threads",
+        "1",
+        "--repeat",
+        "1",
+        "--json",
+    ]);
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2 + 1, "{out}");
+    for case in &lines[..2] {
+        for key in [
+            "seconds",
+            "gflops",
+            "flops",
+            "left_seconds",
+            "left_flops",
+            "ratio",
+        ] {
+            let v = case[key].as_f64();
+            assert!(v.is_some_and(|x| x > 0.0), "{key} in {case}");
+        }
+        assert!(
+            case["flops"].as_f64() <= case["left_flops"].as_f64(),
+            "{case}"
+        );
+        assert_eq!(case["dtype"], "c32");
+        assert!(
+            case["steps"].as_array().is_some_and(|s| s.len() >= 2),
+            "{case}"
+        );
+    }
+    assert_eq!(lines[0]["case"], "ao2mo");
+    assert_eq!(lines[0]["path_strategy"], "optimal");
+    assert_eq!(lines[2]["summary"], true);
+    let o = ttgt(&["bench", "networks", "--only", "nosuch"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no network selected"));
+}

@@ -4,6 +4,7 @@
 mod cases;
 mod contract;
 mod inplace;
+mod networks;
 #[cfg(feature = "hptt")]
 mod peer_hptt;
 mod transpose;
@@ -14,4 +15,7 @@ pub use contract::{
     TCCG_TSV,
 };
 pub use inplace::{bench_inplace, inplace_cases, InPlaceBenchOptions, InPlaceCase, InPlaceResult};
+pub use networks::{
+    bench_network, parse_networks, NetworkBenchOptions, NetworkCase, NetworkResult, NETWORKS_TSV,
+};
 pub use transpose::{bench_transpose, TransposeBenchOptions, TransposeResult};

@@ -16,6 +16,8 @@ use clap::{Args, Parser, Subcommand};
 mod bench;
 #[path = "ttgt/bench_contract.rs"]
 mod bench_contract;
+#[path = "ttgt/bench_networks.rs"]
+mod bench_networks;
 #[path = "ttgt/check.rs"]
 mod check;
 #[path = "ttgt/cuda.rs"]
@@ -46,6 +48,7 @@ Examples:
   ttgt bench contract --dtype f64 --threads 1
   ttgt bench contract --dtype f32 --scale 0.5 --all-candidates --json
   ttgt bench inplace --threads 1 --json
+  ttgt bench networks --threads 2
   ttgt calibrate
   ttgt contract --help          (all options of the contract command)
 
@@ -323,6 +326,7 @@ fn bound_matrixmultiply_threads(cli: &Cli) {
         Commands::Bench(bench::BenchCommand::Transpose(a)) => a.threads,
         Commands::Bench(bench::BenchCommand::Contract(a)) => a.threads,
         Commands::Bench(bench::BenchCommand::Inplace(a)) => a.threads,
+        Commands::Bench(bench::BenchCommand::Networks(a)) => a.threads,
         Commands::Calibrate(a) => a.threads,
     };
     if let Some(n) = threads.filter(|&n| n >= 1) {
@@ -347,6 +351,9 @@ fn main() -> ExitCode {
         }
         Commands::Bench(bench::BenchCommand::Inplace(args)) => {
             bench::inplace(args).map(|()| Outcome::Success)
+        }
+        Commands::Bench(bench::BenchCommand::Networks(args)) => {
+            bench_networks::networks(args).map(|()| Outcome::Success)
         }
         Commands::Calibrate(args) => bench::calibrate(args).map(|()| Outcome::Success),
     };

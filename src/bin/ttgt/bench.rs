@@ -29,6 +29,27 @@ pub enum BenchCommand {
     /// In-place chunked transpositions (GKK cycle leaders) beside a same-size copy and an
     /// in-place scale.
     Inplace(InplaceArgs),
+    /// einsum networks of 3+ operands along the chosen path, beside left to right and
+    /// same-size GEMMs of the path's steps.
+    Networks(crate::bench_networks::NetworkBenchArgs),
+}
+
+/// The thread count of `--threads` (all cores without it); 0 is an error.
+pub fn bench_threads(threads: Option<usize>) -> CliResult<usize> {
+    match threads {
+        Some(0) => Err(CliError::new("--threads must be at least 1")),
+        Some(t) => Ok(t),
+        None => Ok(rayon::current_num_threads()),
+    }
+}
+
+/// `--scale` must be in (0, 4].
+pub fn check_scale(scale: f64) -> CliResult<()> {
+    if scale > 0.0 && scale <= 4.0 {
+        Ok(())
+    } else {
+        Err(CliError::new("--scale must be in (0, 4]"))
+    }
 }
 
 /// Arguments of `ttgt bench inplace`.
@@ -79,10 +100,7 @@ fn parse_case(s: &str) -> CliResult<InPlaceCase> {
 /// Runs `ttgt bench inplace`.
 pub fn inplace(a: &InplaceArgs) -> CliResult<()> {
     let dtype: DType = a.dtype.parse().map_err(CliError::new)?;
-    let threads = a.threads.unwrap_or_else(rayon::current_num_threads);
-    if threads == 0 {
-        return Err(CliError::new("--threads must be at least 1"));
-    }
+    let threads = bench_threads(a.threads)?;
     let list: Vec<InPlaceCase> = if a.case.is_empty() {
         inplace_cases(a.seed, a.cases)
     } else {
@@ -347,10 +365,7 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
             "--micro-blocks and --async-copies apply to --backend cuda only",
         ));
     }
-    let threads = a.threads.unwrap_or_else(rayon::current_num_threads);
-    if threads == 0 {
-        return Err(CliError::new("--threads must be at least 1"));
-    }
+    let threads = bench_threads(a.threads)?;
     if a.b_offset >= 64 || !a.b_offset.is_multiple_of(dtype.size_bytes()) {
         return Err(CliError::new(format!(
             "--b-offset must be a multiple of the element size ({} bytes) below 64, got {}",

@@ -122,14 +122,8 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
         ));
     }
     let dtype: DType = a.dtype.parse().map_err(CliError::new)?;
-    let threads = match a.threads {
-        Some(0) => return Err(CliError::new("--threads must be at least 1")),
-        Some(t) => t,
-        None => rayon::current_num_threads(),
-    };
-    if !(a.scale > 0.0 && a.scale <= 4.0) {
-        return Err(CliError::new("--scale must be in (0, 4]"));
-    }
+    let threads = crate::bench::bench_threads(a.threads)?;
+    crate::bench::check_scale(a.scale)?;
     let text = match &a.cases {
         Some(p) => std::fs::read_to_string(p)
             .map_err(|e| CliError::new(format!("cannot read {}: {e}", p.display())))?,

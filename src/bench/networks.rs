@@ -1,0 +1,293 @@
+//! `ttgt bench networks`: einsum networks of three or more operands (the table of
+//! `benches/data/networks.tsv`), each run along the path `einsum` chooses, beside the same
+//! network evaluated left to right and beside plain GEMMs of every step's `m, n, k`, all
+//! measured in the same rounds.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use num_complex::{Complex32, Complex64};
+
+use crate::backend::cpu::GemmTimer;
+use crate::error::{Error, Result};
+use crate::model::{GemmLayout, GemmLibrary};
+use crate::plan::{ContractionPath, PathOptions, PathStrategy};
+use crate::tensor::{DType, Element, Layout};
+use crate::ContractionPlan;
+
+/// The network table shipped with the crate (`benches/data/networks.tsv`).
+pub const NETWORKS_TSV: &str = include_str!("../../benches/data/networks.tsv");
+
+/// One network: a name, an einsum spec of three or more operands and an extent per index.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NetworkCase {
+    /// Short name (`ao2mo`).
+    pub name: String,
+    /// The einsum spec, output explicit.
+    pub spec: String,
+    /// Extent of every index.
+    pub sizes: BTreeMap<char, usize>,
+    /// What the network computes.
+    pub what: String,
+}
+
+impl NetworkCase {
+    /// The extents scaled by `scale` (rounded, at least 1).
+    ///
+    /// ```
+    /// let c = &ttgt::bench::parse_networks(ttgt::bench::NETWORKS_TSV).unwrap()[0];
+    /// assert!(c.extents(0.5).values().all(|&e| e >= 1));
+    /// ```
+    pub fn extents(&self, scale: f64) -> BTreeMap<char, usize> {
+        self.sizes
+            .iter()
+            .map(|(&c, &e)| (c, ((e as f64 * scale).round() as usize).max(1)))
+            .collect()
+    }
+}
+
+/// Parses a network table: tab-separated `name spec sizes what`, `#` comments, a header.
+///
+/// ```
+/// let cases = ttgt::bench::parse_networks(ttgt::bench::NETWORKS_TSV).unwrap();
+/// assert!(cases.iter().any(|c| c.name == "ao2mo"));
+/// assert!(ttgt::bench::parse_networks("name\tspec\tsizes\twhat\nx\tij,jk\ti=2\tbad").is_err());
+/// ```
+pub fn parse_networks(text: &str) -> Result<Vec<NetworkCase>> {
+    let bad = |line: &str, why: &str| Error::Unsupported(format!("network table: {why}: {line:?}"));
+    let mut cases = Vec::new();
+    for line in text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .skip(1)
+    {
+        let f: Vec<&str> = line.split('\t').collect();
+        if f.len() < 4 {
+            return Err(bad(line, "expected name, spec, sizes and what"));
+        }
+        let mut sizes = BTreeMap::new();
+        for kv in f[2].split(',') {
+            let (k, v) = kv.split_once('=').ok_or_else(|| bad(line, "size"))?;
+            let mut ch = k.trim().chars();
+            let c = match (ch.next(), ch.next()) {
+                (Some(c), None) => c,
+                _ => return Err(bad(line, "size")),
+            };
+            sizes.insert(c, v.trim().parse().map_err(|_| bad(line, "size"))?);
+        }
+        let spec = f[1].trim().to_string();
+        let letters = spec.chars().filter(|c| c.is_ascii_alphabetic());
+        if letters.clone().any(|c| !sizes.contains_key(&c)) || spec.contains("...") {
+            return Err(bad(line, "every index needs a size, and no '...'"));
+        }
+        cases.push(NetworkCase {
+            name: f[0].trim().to_string(),
+            spec,
+            sizes,
+            what: f[3].trim().to_string(),
+        });
+    }
+    Ok(cases)
+}
+
+/// Options of [`bench_network`].
+#[derive(Clone, Debug)]
+pub struct NetworkBenchOptions {
+    /// Element type.
+    pub dtype: DType,
+    /// Threads of the contractions and of the reference GEMMs.
+    pub threads: usize,
+    /// Timed rounds (after an untimed one); the best of each measurement is kept.
+    pub repeat: usize,
+    /// Factor on every extent.
+    pub scale: f64,
+}
+
+impl Default for NetworkBenchOptions {
+    fn default() -> Self {
+        NetworkBenchOptions {
+            dtype: DType::F64,
+            threads: rayon::current_num_threads(),
+            repeat: 5,
+            scale: 1.0,
+        }
+    }
+}
+
+/// One network's times.
+#[derive(Clone, Debug)]
+pub struct NetworkResult {
+    /// The case's name.
+    pub case: String,
+    /// Its spec.
+    pub spec: String,
+    /// Element type.
+    pub dtype: DType,
+    /// Threads.
+    pub threads: usize,
+    /// Extents used.
+    pub extents: BTreeMap<char, usize>,
+    /// Best time along the chosen path.
+    pub seconds: f64,
+    /// FLOPs of the chosen path.
+    pub flops: f64,
+    /// Which search chose it.
+    pub strategy: &'static str,
+    /// Each step's spec and its time in the best run.
+    pub steps: Vec<(String, f64)>,
+    /// Best time left to right, and that path's FLOPs.
+    pub left_seconds: f64,
+    /// FLOPs of the left-to-right path.
+    pub left_flops: f64,
+    /// Sum over the chosen path's steps of the best same-size GEMM (`batch` calls of the
+    /// step's `m, n, k`, the faster library).
+    pub gemm_reference_seconds: f64,
+}
+
+impl NetworkResult {
+    /// GFLOP/s along the chosen path.
+    pub fn gflops(&self) -> f64 {
+        self.flops / self.seconds / 1e9
+    }
+
+    /// Same-size GEMM time over the path's time (1 = as fast as the GEMMs alone).
+    pub fn ratio(&self) -> f64 {
+        self.gemm_reference_seconds / self.seconds
+    }
+
+    /// Left-to-right time over the chosen path's time.
+    pub fn left_speedup(&self) -> f64 {
+        self.left_seconds / self.seconds
+    }
+}
+
+fn operand<T: Element>(shape: &[usize], seed: usize) -> ArrayD<T> {
+    let mut k = seed;
+    ArrayD::from_shape_simple_fn(IxDyn(shape), || {
+        k = (k * 1103515245 + 12345) % (1 << 31);
+        T::from_parts((k % 2001) as f64 / 1000.0 - 1.0, 0.5)
+    })
+}
+
+/// A term's shape from its letters.
+fn shape_of(term: &str, ext: &BTreeMap<char, usize>) -> Vec<usize> {
+    term.chars()
+        .map(|c| ext.get(&c).copied().unwrap_or(1))
+        .collect()
+}
+
+fn run_typed<T: Element>(case: &NetworkCase, o: &NetworkBenchOptions) -> Result<NetworkResult> {
+    let ext = case.extents(o.scale);
+    let (inputs, _) = case
+        .spec
+        .split_once("->")
+        .ok_or_else(|| Error::Unsupported(format!("{}: the output must be explicit", case.name)))?;
+    let shapes: Vec<Vec<usize>> = inputs.split(',').map(|t| shape_of(t, &ext)).collect();
+    let refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+    let ops: Vec<ArrayD<T>> = shapes
+        .iter()
+        .enumerate()
+        .map(|(k, s)| operand(s, 7 + k))
+        .collect();
+    let views: Vec<ArrayViewD<'_, T>> = ops.iter().map(|a| a.view()).collect();
+    let path = crate::einsum_path(&case.spec, &refs, &PathOptions::default())?;
+    let left_options = PathOptions {
+        strategy: PathStrategy::LeftToRight,
+        memory_limit: None,
+    };
+    let left = crate::einsum_path(&case.spec, &refs, &left_options)?;
+    // Each step's GEMM shape, from its plan.
+    let mut timers = Vec::new();
+    for step in path.steps() {
+        let (ins, out) = step.spec.split_once("->").unwrap_or((&step.spec, ""));
+        let (x, y) = ins.split_once(',').unwrap_or((ins, ""));
+        let layouts = [
+            Layout::row_major(&shape_of(x, &ext))?,
+            Layout::row_major(&shape_of(y, &ext))?,
+        ];
+        let lc = Layout::row_major(&shape_of(out, &ext))?;
+        let plan = ContractionPlan::new(&step.spec, &layouts, &lc, T::DTYPE)?;
+        let (batch, m, n, k) = plan.gemm_shape();
+        if m * n * k > 0 {
+            timers.push((
+                batch.max(1),
+                GemmTimer::<T>::new((m, n, k), GemmLayout::ROW)?,
+            ));
+        }
+    }
+    let threads = o.threads.max(1);
+    let run = |p: &ContractionPath| -> Result<(f64, Vec<f64>)> {
+        let t = Instant::now();
+        let (_, steps) = crate::einsum_along(p, &views)?;
+        Ok((
+            t.elapsed().as_secs_f64(),
+            steps.iter().map(|d| d.as_secs_f64()).collect(),
+        ))
+    };
+    let gemms = |timers: &mut Vec<(usize, GemmTimer<T>)>| -> f64 {
+        timers
+            .iter_mut()
+            .map(|(batch, tm)| {
+                let best = GemmLibrary::ALL
+                    .into_iter()
+                    .map(|lib| tm.time(lib, threads))
+                    .fold(f64::INFINITY, f64::min);
+                *batch as f64 * best
+            })
+            .sum()
+    };
+    // One untimed round (plans, first touch of pages), then rounds that time everything once.
+    run(&path)?;
+    run(&left)?;
+    gemms(&mut timers);
+    let (mut best, mut best_left, mut best_gemm) =
+        ((f64::INFINITY, Vec::new()), f64::INFINITY, f64::INFINITY);
+    for _ in 0..o.repeat.max(1) {
+        let r = run(&path)?;
+        if r.0 < best.0 {
+            best = r;
+        }
+        best_left = best_left.min(run(&left)?.0);
+        best_gemm = best_gemm.min(gemms(&mut timers));
+    }
+    Ok(NetworkResult {
+        case: case.name.clone(),
+        spec: case.spec.clone(),
+        dtype: T::DTYPE,
+        threads,
+        extents: ext,
+        seconds: best.0,
+        flops: path.flops(),
+        strategy: path.strategy(),
+        steps: path
+            .steps()
+            .iter()
+            .map(|s| s.spec.clone())
+            .zip(best.1)
+            .collect(),
+        left_seconds: best_left,
+        left_flops: left.flops(),
+        gemm_reference_seconds: best_gemm,
+    })
+}
+
+/// Runs one network in `o.threads` threads: along the chosen path, left to right, and the
+/// same-size GEMMs of the path's steps, in interleaved rounds.
+///
+/// ```
+/// use ttgt::bench::{bench_network, parse_networks, NetworkBenchOptions, NETWORKS_TSV};
+/// let case = &parse_networks(NETWORKS_TSV).unwrap()[0];
+/// let o = NetworkBenchOptions { scale: 0.25, repeat: 1, threads: 1, ..Default::default() };
+/// let r = bench_network(case, &o).unwrap();
+/// assert!(r.seconds > 0.0 && r.ratio() > 0.0 && r.flops <= r.left_flops);
+/// ```
+pub fn bench_network(case: &NetworkCase, o: &NetworkBenchOptions) -> Result<NetworkResult> {
+    let go = || match o.dtype {
+        DType::F32 => run_typed::<f32>(case, o),
+        DType::F64 => run_typed::<f64>(case, o),
+        DType::C32 => run_typed::<Complex32>(case, o),
+        DType::C64 => run_typed::<Complex64>(case, o),
+    };
+    crate::transpose::on_threads(o.threads.max(1), go)
+}

@@ -1,0 +1,106 @@
+//! `ttgt bench networks`: einsum networks of three or more operands along the path `einsum`
+//! chooses, each beside the same network left to right and beside plain GEMMs of every
+//! step's `m, n, k`, measured in the same rounds.
+
+use clap::Args;
+use serde_json::json;
+use ttgt::bench::{
+    bench_network, parse_networks, NetworkBenchOptions, NetworkResult, NETWORKS_TSV,
+};
+use ttgt::DType;
+
+use crate::error::{CliError, CliResult};
+use crate::say;
+
+/// Arguments of `ttgt bench networks`.
+#[derive(Args, Debug)]
+pub struct NetworkBenchArgs {
+    /// Element type: f32, f64, c32 or c64.
+    #[arg(long, value_name = "TYPE", default_value = "f64")]
+    pub dtype: String,
+    /// Threads for the contractions and the reference GEMMs (default: all cores).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Timed rounds after an untimed one; a round runs the chosen path, left to right, and
+    /// the reference GEMMs once each. The best of each is reported.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub repeat: usize,
+    /// Multiply every extent by this factor (e.g. 0.5 for a quick run).
+    #[arg(long, value_name = "X", default_value_t = 1.0)]
+    pub scale: f64,
+    /// Run only these networks (comma list of names).
+    #[arg(long, value_name = "NAMES")]
+    pub only: Option<String>,
+    /// One JSON object per network and one summary object, one per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn record(r: &NetworkResult) -> serde_json::Value {
+    let steps: Vec<_> = r
+        .steps
+        .iter()
+        .map(|(s, t)| json!({"spec": s, "seconds": t}))
+        .collect();
+    json!({
+        "case": r.case, "spec": r.spec, "dtype": r.dtype.name(), "threads": r.threads,
+        "extents": r.extents.iter().map(|(k, v)| (k.to_string(), *v)).collect::<std::collections::BTreeMap<_, _>>(),
+        "seconds": r.seconds, "gflops": r.gflops(), "flops": r.flops, "path_strategy": r.strategy,
+        "left_seconds": r.left_seconds, "left_flops": r.left_flops, "left_speedup": r.left_speedup(),
+        "gemm_reference_seconds": r.gemm_reference_seconds, "ratio": r.ratio(), "steps": steps,
+    })
+}
+
+/// Runs `ttgt bench networks`.
+pub fn networks(a: &NetworkBenchArgs) -> CliResult<()> {
+    let dtype: DType = a.dtype.parse().map_err(CliError::new)?;
+    let threads = crate::bench::bench_threads(a.threads)?;
+    crate::bench::check_scale(a.scale)?;
+    let mut list = parse_networks(NETWORKS_TSV)?;
+    if let Some(only) = &a.only {
+        let names: Vec<&str> = only.split(',').map(str::trim).collect();
+        list.retain(|c| names.contains(&c.name.as_str()));
+    }
+    if list.is_empty() {
+        return Err(CliError::new("no network selected"));
+    }
+    let o = NetworkBenchOptions {
+        dtype,
+        threads,
+        repeat: a.repeat.max(1),
+        scale: a.scale,
+    };
+    let (mut ratios, mut speedups) = (Vec::new(), Vec::new());
+    for c in &list {
+        let r = bench_network(c, &o)?;
+        ratios.push(r.ratio());
+        speedups.push(r.left_speedup());
+        say(&if a.json {
+            record(&r).to_string()
+        } else {
+            format!(
+                "{:<13} {:<32} {:>9.3} ms {:>7.1} GFLOP/s  ratio to same-size GEMMs {:>5.2}  left to right {:>9.3} ms ({:.2}x)",
+                r.case,
+                r.spec,
+                r.seconds * 1e3,
+                r.gflops(),
+                r.ratio(),
+                r.left_seconds * 1e3,
+                r.left_speedup()
+            )
+        })?;
+    }
+    let n = ratios.len() as f64;
+    let mean = ratios.iter().sum::<f64>() / n;
+    let geo = (speedups.iter().map(|s| s.ln()).sum::<f64>() / n).exp();
+    if a.json {
+        say(&json!({"summary": true, "cases": list.len(), "dtype": dtype.name(), "threads": threads,
+            "mean_ratio": mean, "geomean_left_speedup": geo}).to_string())?;
+    } else {
+        say(&format!(
+            "summary: {} networks  mean ratio to same-size GEMMs {mean:.3}  geometric-mean speed-up over left to right {geo:.2}x",
+            list.len()
+        ))?;
+    }
+    Ok(())
+}

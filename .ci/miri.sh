@@ -12,11 +12,10 @@
 # the contraction loop nest (backend/cpu/execute.rs) over candidates of small contractions
 # with our own GEMM: packed operands, loops and batch-reduce loops, C direct, through a
 # temporary, in place and in tiles, the epilogue, the measured choice; the streamed GEMV
-# (backend/cpu/gemm/gemv.rs: both matrix forms, strided vectors, rows split over threads). Not
-# covered: the SIMD
-# kernels (under Miri `is_x86_feature_detected!` reports no AVX, so the scalar paths run), the
-# GEMM libraries (`matrixmultiply`, `gemm`), the huge-page advice (madvise) and FFI (CUDA,
-# HPTT).
+# (backend/cpu/gemm/gemv.rs: both matrix forms, strided vectors, rows split over threads).
+# Not covered: the SIMD kernels (under Miri `is_x86_feature_detected!` reports no AVX, so the
+# scalar paths run), the GEMM libraries (`matrixmultiply`, `gemm`), the huge-page advice
+# (madvise) and FFI (CUDA, HPTT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -230,7 +230,9 @@ impl ContractResult {
     }
 }
 
-fn fill<T: Element>(n: usize, seed: usize, what: &str) -> Result<Vec<T>> {
+/// `n` deterministic values in [-1, 1) (a half-size imaginary part for complex types), in a
+/// fallible allocation.
+pub(super) fn fill<T: Element>(n: usize, seed: usize, what: &str) -> Result<Vec<T>> {
     let mut v = zeroed::<T>(n, what)?;
     for (i, x) in v.iter_mut().enumerate() {
         let r = ((i.wrapping_mul(2654435761).wrapping_add(seed)) % 1000) as f64 / 500.0 - 1.0;

@@ -162,12 +162,10 @@ impl NetworkResult {
     }
 }
 
-fn operand<T: Element>(shape: &[usize], seed: usize) -> ArrayD<T> {
-    let mut k = seed;
-    ArrayD::from_shape_simple_fn(IxDyn(shape), || {
-        k = (k * 1103515245 + 12345) % (1 << 31);
-        T::from_parts((k % 2001) as f64 / 1000.0 - 1.0, 0.5)
-    })
+/// A benchmark operand of `shape` (the contraction bench's deterministic values).
+fn operand<T: Element>(shape: &[usize], seed: usize) -> Result<ArrayD<T>> {
+    let data = super::contract::fill::<T>(shape.iter().product(), seed, "a network operand")?;
+    ArrayD::from_shape_vec(IxDyn(shape), data).map_err(|e| Error::Layout(e.to_string()))
 }
 
 /// A term's shape from its letters.
@@ -189,7 +187,7 @@ fn run_typed<T: Element>(case: &NetworkCase, o: &NetworkBenchOptions) -> Result<
         .iter()
         .enumerate()
         .map(|(k, s)| operand(s, 7 + k))
-        .collect();
+        .collect::<Result<_>>()?;
     let views: Vec<ArrayViewD<'_, T>> = ops.iter().map(|a| a.view()).collect();
     let path = crate::einsum_path(&case.spec, &refs, &PathOptions::default())?;
     let left_options = PathOptions {

@@ -14,6 +14,7 @@ use crate::check::{check, CheckJob, CheckReport};
 use crate::error::CliResult;
 use crate::npy::with_dtype;
 use crate::random_mode::random_operands;
+use crate::report::sizes_text;
 use crate::scalar::Scalar;
 use crate::{say, ContractArgs, Outcome};
 
@@ -112,11 +113,6 @@ impl Report<'_> {
         self.path.flops() / self.wall.as_secs_f64() / 1e9
     }
 
-    fn sizes_text(job: &Job<'_>) -> String {
-        let parts: Vec<String> = job.sizes.iter().map(|(c, n)| format!("{c}={n}")).collect();
-        parts.join(",")
-    }
-
     fn human(&self, job: &Job<'_>) -> String {
         let mut lines = Vec::new();
         if job.args.explain {
@@ -126,7 +122,7 @@ impl Report<'_> {
             "{}  {}  {}  best of {}: {:.6} s  {:.2} GFLOP/s (path FLOPs {:.4e}, {})",
             self.path.spec(),
             self.dtype,
-            Self::sizes_text(job),
+            sizes_text(job.sizes),
             job.repeat,
             self.wall.as_secs_f64(),
             self.gflops(),

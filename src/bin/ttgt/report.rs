@@ -41,15 +41,16 @@ pub struct RunReport {
     pub check: Option<CheckReport>,
 }
 
+/// `a=48,b=32`: the extents as `--sizes` takes them.
+pub fn sizes_text(sizes: &BTreeMap<char, usize>) -> String {
+    let parts: Vec<String> = sizes.iter().map(|(c, n)| format!("{c}={n}")).collect();
+    parts.join(",")
+}
+
 impl RunReport {
     /// GFLOP/s of the fastest execution.
     pub fn gflops(&self) -> f64 {
         self.flops / self.best.as_secs_f64() / 1e9
-    }
-
-    fn sizes_text(&self) -> String {
-        let parts: Vec<String> = self.sizes.iter().map(|(c, n)| format!("{c}={n}")).collect();
-        parts.join(",")
     }
 
     /// The human-readable report (several lines, no trailing newline).
@@ -62,7 +63,7 @@ impl RunReport {
             "{}  {}  {}  best of {}: {:.6} s  {:.2} GFLOP/s",
             self.explicit_spec,
             self.dtype,
-            self.sizes_text(),
+            sizes_text(&self.sizes),
             self.repeat,
             self.best.as_secs_f64(),
             self.gflops()

@@ -315,8 +315,8 @@ pub fn einsum_path(
     ContractionPath::new(&bound, options)
 }
 
-/// An operand of a pairwise step: one of the caller's (a view), an intermediate in a pooled
-/// workspace buffer (row-major from `offset`), or the final result.
+/// An operand of a pairwise step: one of the caller's (a view) or an intermediate in a pooled
+/// workspace buffer (row-major from `offset`).
 enum Operand<'a, T: Element> {
     Given(ArrayViewD<'a, T>),
     Pooled {
@@ -324,7 +324,6 @@ enum Operand<'a, T: Element> {
         offset: usize,
         shape: Vec<usize>,
     },
-    Made(ArrayD<T>),
 }
 
 impl<T: Element> Operand<'_, T> {
@@ -336,7 +335,6 @@ impl<T: Element> Operand<'_, T> {
                 ArrayViewD::from_shape(IxDyn(shape), &buf[*offset..*offset + n])
                     .map_err(|e| Error::Layout(e.to_string()))
             }
-            Operand::Made(a) => Ok(a.view()),
         }
     }
 }
@@ -401,6 +399,18 @@ pub fn einsum_along<T: Element>(
     path: &ContractionPath,
     operands: &[ArrayViewD<'_, T>],
 ) -> Result<(ArrayD<T>, Vec<std::time::Duration>)> {
+    check_path_operands(path, operands)?;
+    let given: Vec<&[usize]> = operands.iter().map(|a| a.shape()).collect();
+    let mut out = new_output(&output_shape(path.spec(), &given)?)?;
+    let times = einsum_along_into(path, T::one(), operands, T::zero(), &mut out)?;
+    Ok((out, times))
+}
+
+/// The operands' shapes must be the ones `path` was made for.
+fn check_path_operands<T: Element>(
+    path: &ContractionPath,
+    operands: &[ArrayViewD<'_, T>],
+) -> Result<()> {
     let given: Vec<&[usize]> = operands.iter().map(|a| a.shape()).collect();
     let made: Vec<&[usize]> = path.shapes().iter().map(Vec::as_slice).collect();
     if given != made {
@@ -409,8 +419,48 @@ pub fn einsum_along<T: Element>(
             path.spec()
         )));
     }
+    Ok(())
+}
+
+/// `C = alpha * einsum(...) + beta * C` along a path made by [`einsum_path`]: the
+/// intermediates live in pooled workspace buffers and the last step writes straight into `c`
+/// (any strided mutable view of the output's shape), so a network evaluated again and again
+/// allocates nothing and faults in no fresh pages (numpy's `out=`). With `beta == 0`, C is
+/// never read. A `c` that shares memory with any operand is an [`Error::Overlap`]. Returns
+/// the wall time of each pairwise step.
+///
+/// ```
+/// use ndarray::ArrayD;
+/// let shapes: [&[usize]; 3] = [&[6, 7], &[7, 8], &[8, 2]];
+/// let path = ttgt::einsum_path("ij,jk,kl->il", &shapes, &Default::default()).unwrap();
+/// let ops: Vec<ArrayD<f64>> = shapes.iter().map(|s| ArrayD::from_elem(s.to_vec(), 1.0)).collect();
+/// let views: Vec<_> = ops.iter().map(|a| a.view()).collect();
+/// let mut c = ArrayD::<f64>::from_elem(vec![6, 2], 1.0);
+/// let times = ttgt::einsum_along_into(&path, 2.0, &views, 0.5, &mut c).unwrap();
+/// assert_eq!(times.len(), 2);
+/// assert!(c.iter().all(|&x| x == 2.0 * 56.0 + 0.5));
+/// ```
+pub fn einsum_along_into<T, Sc, Dc>(
+    path: &ContractionPath,
+    alpha: T,
+    operands: &[ArrayViewD<'_, T>],
+    beta: T,
+    c: &mut ArrayBase<Sc, Dc>,
+) -> Result<Vec<std::time::Duration>>
+where
+    T: Element,
+    Sc: DataMut<Elem = T>,
+    Dc: Dimension,
+{
+    check_path_operands(path, operands)?;
+    let spans: Vec<(*const T, Layout)> = operands
+        .iter()
+        .map(|a| (a.as_ptr(), Layout::of(a)))
+        .collect();
+    check_no_overlap(&spans, c)?;
     if let [a] = operands {
-        return Ok((einsum_unary(path.spec(), a)?, Vec::new()));
+        einsum_unary_into(path.spec(), alpha, a, beta, c)?;
+        return Ok(Vec::new());
     }
     // Stretched `...` axes (extent 1) hold one value along their index: drop them, as the
     // path did.
@@ -433,19 +483,48 @@ pub fn einsum_along<T: Element>(
         let y = list.remove(j);
         let x = list.remove(i);
         let (xv, yv) = (x.view()?, y.view()?);
-        let r = if s == last {
-            Operand::Made(contract(&step.spec, &xv, &yv)?)
+        if s == last {
+            contract_into(&step.spec, alpha, &xv, &yv, beta, c)?;
         } else {
-            pooled_step(&step.spec, &xv, &yv)?
-        };
+            list.push(pooled_step(&step.spec, &xv, &yv)?);
+        }
         drop((x, y)); // intermediates go back to the pool as soon as they are used
         times.push(start.elapsed());
-        list.push(r);
     }
-    match list.pop() {
-        Some(Operand::Made(r)) if list.is_empty() => Ok((r, times)),
-        _ => Err(Error::InvalidPath(
+    if list.is_empty() {
+        Ok(times)
+    } else {
+        Err(Error::InvalidPath(
             "the path did not end in one result".into(),
-        )),
+        ))
     }
+}
+
+/// `C = alpha * einsum(spec, operands...) + beta * C` for any number of operands, along the
+/// path [`einsum`] takes (the fewest FLOPs); see [`einsum_along_into`].
+///
+/// ```
+/// use ndarray::{Array2, ArrayD};
+/// let a = ArrayD::<f64>::from_elem(vec![4, 5], 1.0);
+/// let b = ArrayD::<f64>::from_elem(vec![5, 6], 2.0);
+/// let d = ArrayD::<f64>::from_elem(vec![6, 3], 0.5);
+/// let mut c = Array2::<f64>::zeros((4, 3));
+/// ttgt::einsum_into("ij,jk,kl->il", 1.0, &[a.view(), b.view(), d.view()], 0.0, &mut c).unwrap();
+/// assert!(c.iter().all(|&x| x == 30.0));
+/// ```
+pub fn einsum_into<T, Sc, Dc>(
+    spec: &str,
+    alpha: T,
+    operands: &[ArrayViewD<'_, T>],
+    beta: T,
+    c: &mut ArrayBase<Sc, Dc>,
+) -> Result<()>
+where
+    T: Element,
+    Sc: DataMut<Elem = T>,
+    Dc: Dimension,
+{
+    let shapes: Vec<&[usize]> = operands.iter().map(|a| a.shape()).collect();
+    let path = einsum_path(spec, &shapes, &PathOptions::default())?;
+    einsum_along_into(&path, alpha, operands, beta, c).map(|_| ())
 }

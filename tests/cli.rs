@@ -939,7 +939,8 @@ fn calibrate_transpose_only_keeps_gemm() {
             c.tile_scatter,
             c.scalar,
         ] {
-            assert!((0.02..=1.5).contains(&f), "{c:?}");
+            // the fit's clamp (`fit_transpose`): streamed kernels may beat the copy probe
+            assert!((0.02..=1.8).contains(&f), "{c:?}");
         }
     }
 }

@@ -7,11 +7,14 @@ mod common;
 
 use std::collections::BTreeSet;
 
-use common::{check_close, random_array, SplitMix, Tol};
+use common::{
+    check_close, check_into, random_array, scalar, view_recipe, SplitMix, Tol, ViewRecipe,
+};
 use ndarray::{ArrayD, ArrayViewD, Axis};
 use num_complex::{Complex32, Complex64};
 use proptest::prelude::*;
 use ttgt::plan::{PathOptions, PathStrategy};
+use ttgt::ContractionPath;
 use ttgt::{Element, Error};
 
 /// A random network: operand subscripts, output subscripts and extents.
@@ -144,8 +147,77 @@ fn run_network<T: Element>(net: &Network, strategy: PathStrategy, seed: u64, fli
     }
 }
 
+/// `C = alpha * network + beta * C` into a strided view of a bigger array, along a path
+/// (`einsum_along_into`, run twice so the second run meets pooled buffers) and along the
+/// default one (`einsum_into`).
+fn run_network_into<T: Element>(
+    net: &Network,
+    strategy: PathStrategy,
+    seed: u64,
+    rc: &ViewRecipe,
+    (alpha, beta): ((f64, f64), (f64, f64)),
+) {
+    let owned: Vec<ArrayD<T>> = net
+        .shapes
+        .iter()
+        .enumerate()
+        .map(|(k, s)| random_array::<T>(s, seed ^ (k as u64 + 11)))
+        .collect();
+    let views: Vec<ArrayViewD<'_, T>> = owned.iter().map(|a| a.view()).collect();
+    let want = ttgt::reference::einsum(&net.spec, &views).expect("reference");
+    let tol = Tol::new(&net.spec, &views);
+    let (alpha, beta) = (
+        T::from_parts(alpha.0, alpha.1),
+        T::from_parts(beta.0, beta.1),
+    );
+    let o = PathOptions {
+        strategy: strategy.clone(),
+        memory_limit: None,
+    };
+    let path: ContractionPath = ttgt::einsum_path(&net.spec, &shape_refs(net), &o).unwrap();
+    for round in 0..2 {
+        let what = format!(
+            "{} with {strategy:?}, einsum_along_into round {round}",
+            net.spec
+        );
+        check_into(&what, rc, seed ^ round, alpha, beta, &want, &tol, |c| {
+            let times = ttgt::einsum_along_into(&path, alpha, &views, beta, c)?;
+            assert_eq!(times.len(), path.steps().len());
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    }
+    let what = format!("{}: einsum_into", net.spec);
+    check_into(&what, rc, seed ^ 7, alpha, beta, &want, &tol, |c| {
+        ttgt::einsum_into(&net.spec, alpha, &views, beta, c)
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Networks written into strided outputs with alpha and beta give
+    /// `alpha * reference + beta * C` and leave the rest of the storage alone.
+    #[test]
+    fn networks_into_strided_outputs(
+        seed in any::<u64>(),
+        n in 3usize..=5,
+        labels in 2usize..=8,
+        k in any::<u64>(),
+        rc in view_recipe(),
+        alpha in scalar(),
+        beta in scalar(),
+    ) {
+        let net = network(seed, n, labels, 4, true);
+        let s = strategy(k, seed, n);
+        match k % 4 {
+            0 => run_network_into::<f32>(&net, s, seed, &rc, (alpha, beta)),
+            1 => run_network_into::<f64>(&net, s, seed, &rc, (alpha, beta)),
+            2 => run_network_into::<Complex32>(&net, s, seed, &rc, (alpha, beta)),
+            _ => run_network_into::<Complex64>(&net, s, seed, &rc, (alpha, beta)),
+        }
+    }
 
     /// Random networks of 3 to 6 operands give the reference's values under every strategy.
     #[test]
@@ -465,6 +537,41 @@ fn hyperedges_stay_until_their_last_operand() {
         for (g, w) in got.iter().zip(want.iter()) {
             assert!((g - w).abs() < 1e-12, "{p:?}: {g} vs {w}");
         }
+    }
+}
+
+#[test]
+fn network_outputs_of_the_wrong_shape_or_overlapping_an_operand_are_errors() {
+    let spec = "ab,bc,cd->ad";
+    let shapes: [&[usize]; 3] = [&[4, 5], &[5, 6], &[6, 3]];
+    let ops: Vec<ArrayD<f64>> = shapes.iter().map(|s| random_array::<f64>(s, 3)).collect();
+    let views: Vec<ArrayViewD<'_, f64>> = ops.iter().map(|a| a.view()).collect();
+    let path = ttgt::einsum_path(spec, &shapes, &PathOptions::default()).unwrap();
+    let mut wrong = ArrayD::<f64>::zeros(vec![4, 4]);
+    let e = ttgt::einsum_along_into(&path, 1.0, &views, 0.0, &mut wrong).unwrap_err();
+    assert!(
+        e.to_string().contains('3') && e.to_string().contains('4'),
+        "{e}"
+    );
+    let e = ttgt::einsum_into(spec, 1.0, &views, 0.0, &mut wrong).unwrap_err();
+    assert!(!e.to_string().is_empty());
+    // Operands of other shapes than the path's.
+    let mut out = ArrayD::<f64>::zeros(vec![4, 3]);
+    let e = ttgt::einsum_along_into(&path, 1.0, &views[..2], 0.0, &mut out).unwrap_err();
+    assert!(matches!(e, Error::PlanMismatch(_)), "{e}");
+    // An output that shares memory with an operand (built through raw parts, which the
+    // borrow checker cannot see): every operand is checked, whichever step reads it. The
+    // store holds every operand's elements, so the views stay in bounds.
+    let mut store = ArrayD::<f64>::from_elem(vec![4, 15], 1.0);
+    let base = store.as_ptr();
+    let mut sub = store.slice_mut(ndarray::s![.., ..3]);
+    for k in 0..3 {
+        let mut ops3: Vec<ArrayViewD<'_, f64>> = views.iter().map(|v| v.view()).collect();
+        // SAFETY: `store` has 60 elements, more than any operand's 30; only the overlap
+        // check looks at the view before the error.
+        ops3[k] = unsafe { ArrayViewD::from_shape_ptr(shapes[k], base) };
+        let e = ttgt::einsum_into(spec, 1.0, &ops3, 0.0, &mut sub).unwrap_err();
+        assert!(matches!(e, Error::Overlap { .. }), "operand {k}: {e}");
     }
 }
 

@@ -215,9 +215,17 @@ fn run_typed<T: Element>(case: &NetworkCase, o: &NetworkBenchOptions) -> Result<
         }
     }
     let threads = o.threads.max(1);
-    let run = |p: &ContractionPath| -> Result<(f64, Vec<f64>)> {
+    // The result goes into one output reused by every run, as the GEMMs' C is: a fresh one
+    // would add the page faults of its first touch (on this kind of host, a 42 MB result
+    // took 8–21 ms to fault in, more than its GEMM).
+    let (_, out_term) = case.spec.split_once("->").unwrap_or((&case.spec, ""));
+    let out_shape = shape_of(out_term, &ext);
+    let data = crate::tensor::zeroed::<T>(Layout::row_major(&out_shape)?.len(), "the result")?;
+    let mut out = ArrayD::from_shape_vec(IxDyn(&out_shape), data)
+        .map_err(|e| Error::Layout(e.to_string()))?;
+    let mut run = |p: &ContractionPath| -> Result<(f64, Vec<f64>)> {
         let t = Instant::now();
-        let (_, steps) = crate::einsum_along(p, &views)?;
+        let steps = crate::einsum_along_into(p, T::one(), &views, T::zero(), &mut out)?;
         Ok((
             t.elapsed().as_secs_f64(),
             steps.iter().map(|d| d.as_secs_f64()).collect(),

@@ -17,7 +17,7 @@ pub use calibrate::{
 pub use concurrency::{ConcurrentGemm, OperandSource, ShapeFactor};
 pub use gemm::{
     gemm_coeffs, gemm_coeffs_in, gemm_seconds, gemm_seconds_strided, gemm_training_shapes,
-    gemv_seconds, GemmCoeffs, GemmLayout, GemmLibrary,
+    gemv_seconds, GemmCoeffs, GemmLayout, GemmLibrary, AVX512_GEMM_CRATE_FACTOR,
 };
 pub use gett::{
     gett_blocking, gett_depth, gett_orient, gett_oriented, gett_seconds, gett_simd_available,

@@ -53,12 +53,21 @@ fn every_family_is_listed_and_correct() {
         &opts,
     )
     .unwrap();
+    // From this thread, small parallel loops and transpositions run on it
+    // (`wakes_threads`); inside a pool of the plan's two threads they split into tasks.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
     let mut seen = std::collections::HashSet::new();
     for i in 0..plan.candidates().len() {
         plan.choose(i).unwrap();
         seen.insert(plan.chosen().unwrap().kind());
         c.fill(f64::NAN);
         run(&plan, &a, &b, &mut c);
+        close(&c, &want, 1e-12);
+        c.fill(f64::NAN);
+        pool.install(|| run(&plan, &a, &b, &mut c));
         close(&c, &want, 1e-12);
     }
     for k in [

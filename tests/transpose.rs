@@ -191,7 +191,7 @@ macro_rules! dtype_props {
                 let prefetch = [None, Some(true), Some(false)][(isa_k + 2 * threads) % 3];
                 // The regrouped nest of scattered-line tiles forced on and off too.
                 let regroup = [None, Some(true), Some(false)][(isa_k + threads + 1) % 3];
-                let opts = TransposeOptions { threads: Some(threads), isa: Some(isa), streaming, prefetch, regroup, ..Default::default() };
+                let opts = TransposeOptions { threads: Some(threads), parallel_min_bytes: Some(0), isa: Some(isa), streaming, prefetch, regroup, ..Default::default() };
                 check::<$t>(&dims, &perm, &va, &vb, alpha, beta, &opts, measure)?;
             }
         }
@@ -258,6 +258,7 @@ fn row_batches_of_several_units_match_reference() {
             .unwrap();
         let opts = TransposeOptions {
             threads: Some(threads),
+            parallel_min_bytes: Some(0),
             isa: Some(isa),
             streaming: Some(true),
             ..Default::default()
@@ -314,6 +315,7 @@ fn every_isa_and_block_on_tiles_with_remainders() {
         ] {
             let opts = TransposeOptions {
                 threads: Some(2),
+                parallel_min_bytes: Some(0),
                 isa: Some(isa),
                 block,
                 streaming,
@@ -403,6 +405,7 @@ fn misaligned_every_dtype(dims: &[usize], perm: &[usize], opts: &TransposeOption
 fn streamed_regrouped(isa: Isa, threads: usize) -> TransposeOptions {
     TransposeOptions {
         threads: Some(threads),
+        parallel_min_bytes: Some(0),
         isa: Some(isa),
         streaming: Some(true),
         regroup: Some(true),
@@ -439,6 +442,7 @@ fn streamed_tiles_into_misaligned_outputs() {
             for block in [None, Some(64)] {
                 let opts = TransposeOptions {
                     threads: Some(threads),
+                    parallel_min_bytes: Some(0),
                     isa: Some(isa),
                     block,
                     streaming: Some(true),
@@ -571,6 +575,7 @@ fn prefetch_distances_keep_results_exact() {
             ] {
                 let opts = TransposeOptions {
                     threads: Some(threads),
+                    parallel_min_bytes: Some(0),
                     isa: Some(isa),
                     streaming: Some(true),
                     prefetch: Some(true),
@@ -641,6 +646,7 @@ fn long_rows_and_copies() {
         DType::F32,
         &TransposeOptions {
             threads: Some(2),
+            parallel_min_bytes: Some(0),
             ..Default::default()
         },
     )

@@ -16,12 +16,12 @@ mod strided;
 
 pub use cache::{cached_plan, transpose, PLAN_CACHE_CAPACITY};
 pub use kernel::Isa;
-pub(crate) use plan::on_threads;
 pub use plan::{
     far_row_prefetch, line_tile_streaming, scatter_regroup, set_far_row_prefetch,
     set_line_tile_streaming, set_scatter_regroup, KernelKind, TransposeOptions, TransposePlan,
-    Tuning, PREFETCH_AHEAD_BYTES, PREFETCH_MAX_UNITS, STREAM_MIN_BYTES,
+    Tuning, PARALLEL_MIN_BYTES, PREFETCH_AHEAD_BYTES, PREFETCH_MAX_UNITS, STREAM_MIN_BYTES,
 };
+pub(crate) use plan::{on_threads, wakes_threads};
 pub use problem::{Dim, Normalized};
 pub(crate) use strided::accumulate;
 pub use strided::{scale, scale_copy};

@@ -63,6 +63,11 @@ pub struct TransposeOptions {
     /// strips, on (`Some(true)`) or off; `None`: the host's rule ([`scatter_regroup`]). See
     /// [`TransposePlan::regroups_lines`].
     pub regroup: Option<bool>,
+    /// Smallest tensor, in bytes, whose transposition is split into tasks for several
+    /// threads when it is called from outside a pool of that many threads; `None`:
+    /// [`PARALLEL_MIN_BYTES`]; `Some(0)`: any tensor (tests use it to run the multi-task
+    /// paths on small shapes).
+    pub parallel_min_bytes: Option<usize>,
 }
 
 /// How far ahead, in bytes of A, the tiles' software prefetch runs by default
@@ -73,6 +78,18 @@ pub struct TransposeOptions {
 /// apart) ran 1.73x as fast (geomean, 1 thread, Zen 4 host); 4 and 8 KiB gave 1.57x and
 /// 1.65x. Tiles of 16 KiB and more still prefetch the next unit.
 pub const PREFETCH_AHEAD_BYTES: usize = 16 << 10;
+
+/// Tensors smaller than this are transposed by the calling thread as one task when it is
+/// not a worker of a rayon pool of the plan's thread count: waking the pool's workers then
+/// costs more than the copy (15-21 us a parallel region entered from outside the pool on
+/// the 2-core Zen 4 host, 0.5 us from inside it, against 1-6 us to copy up to 110 KB; a
+/// contraction of 4³ tensors that packs one operand, called from the main thread, ran
+/// 20-29 us, now 6).
+///
+/// ```
+/// assert_eq!(ttgt::transpose::PARALLEL_MIN_BYTES, 64 << 10);
+/// ```
+pub const PARALLEL_MIN_BYTES: usize = 64 << 10;
 
 /// The most units ahead the tiles' prefetch runs (tiles of a few elements).
 pub const PREFETCH_MAX_UNITS: usize = 64;
@@ -325,6 +342,8 @@ pub struct TransposePlan {
     /// Whether tiles with continued far-apart A rows prefetch ([`far_row_prefetch`] when
     /// planned).
     far_prefetch: bool,
+    /// Smallest tensor (bytes) split into tasks ([`TransposeOptions::parallel_min_bytes`]).
+    parallel_min_bytes: usize,
 }
 
 /// The `ni`×`nj` tile over A's fastest dim `i` and B's fastest dim `j`.
@@ -373,6 +392,14 @@ fn loop_keys(dims: &[Dim], bias: f64) -> Vec<f64> {
 fn pools() -> &'static Mutex<HashMap<usize, Arc<rayon::ThreadPool>>> {
     static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
     POOLS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Whether a parallel region on `threads` threads entered from here has to wake sleeping
+/// workers: the caller is not a worker of a rayon pool of that size (15-21 us a region on
+/// the 2-core Zen 4 host, against 0.5 us from inside such a pool). Small work then runs on
+/// the calling thread ([`PARALLEL_MIN_BYTES`], and the contraction's parallel GEMM loops).
+pub(crate) fn wakes_threads(threads: usize) -> bool {
+    rayon::current_thread_index().is_none() || rayon::current_num_threads() != threads
 }
 
 /// Runs `f` on a rayon pool of `threads` threads (the current pool when it has that size).
@@ -460,6 +487,7 @@ impl TransposePlan {
             isa,
             threads,
             tasks: 1,
+            parallel_min_bytes: options.parallel_min_bytes.unwrap_or(PARALLEL_MIN_BYTES),
             streaming: options.streaming,
             stream_loops: None,
             line_stream: line_tile_streaming(),
@@ -1188,7 +1216,7 @@ impl TransposePlan {
                 kernel::store_fence();
             }
         };
-        if self.tasks <= 1 {
+        if self.tasks <= 1 || self.run_inline() {
             run(0, units);
             return;
         }
@@ -1198,6 +1226,16 @@ impl TransposePlan {
                 .into_par_iter()
                 .for_each(|t| run(units * t / tasks, units * (t + 1) / tasks));
         });
+    }
+
+    /// Whether this execution runs as one task on the calling thread although the plan has
+    /// several: the tensor is under [`TransposeOptions::parallel_min_bytes`] and the caller
+    /// is not a worker of a pool of the plan's size, so that handing out tasks would wake
+    /// other threads (15-21 us a parallel region on the Zen 4 host; from inside such a pool,
+    /// where the caller starts on the tasks at once, 0.5 us).
+    fn run_inline(&self) -> bool {
+        let bytes = self.norm.elements() * self.dtype.size_bytes();
+        bytes < self.parallel_min_bytes && wakes_threads(self.threads)
     }
 
     fn check<T: Element>(&self, a: &StridedView<'_, T>, b: &StridedViewMut<'_, T>) -> Result<()> {
@@ -1809,6 +1847,7 @@ mod tests {
             for &streaming in streams {
                 let opts = TransposeOptions {
                     threads: Some(threads),
+                    parallel_min_bytes: Some(0),
                     isa: Some(isa),
                     block,
                     streaming,
@@ -2133,6 +2172,7 @@ mod tests {
             for threads in [1, 2] {
                 let opts = TransposeOptions {
                     threads: Some(threads),
+                    parallel_min_bytes: Some(0),
                     isa: Some(isa),
                     streaming: Some(true),
                     ..Default::default()

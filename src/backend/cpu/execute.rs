@@ -13,7 +13,7 @@ use crate::plan::{
 use crate::tensor::{
     spans_overlap, take_aligned, zeroed, Element, Layout, StridedView, StridedViewMut, Workspace,
 };
-use crate::transpose::{accumulate, cached_plan, on_threads, TransposeOptions};
+use crate::transpose::{accumulate, cached_plan, on_threads, wakes_threads, TransposeOptions};
 
 /// Wall time of each step of one execution of a plan.
 ///
@@ -673,6 +673,12 @@ impl<T: Element> TiledRun<'_, T> {
     }
 }
 
+/// Fewest flops of a parallel loop of GEMM calls that is handed to rayon's workers when the
+/// caller is outside their pool: 4 to 16 calls of 4³ to 16³ ran 18–23 us in parallel from
+/// the main thread, against 3–8 us on it (Zen 4 host, f64), and a parallel region costs
+/// 15–21 us to enter there, the time of about a million flops of small GEMMs.
+const PARALLEL_MIN_FLOPS: f64 = 1e6;
+
 /// The GEMM loop nest of one candidate over concrete operands.
 struct GemmRun<'a, T> {
     cand: &'a Candidate,
@@ -774,7 +780,12 @@ impl<T: Element> GemmRun<'_, T> {
                 }
             }
         };
-        if cand.parallel {
+        let (calls, m, n, k) = cand.gemm_shape;
+        let flops = 2.0 * (calls * m * n * k) as f64;
+        // A small loop called from outside the pool runs on this thread: waking the
+        // workers would cost more than the calls (`wakes_threads`).
+        let inline = flops < PARALLEL_MIN_FLOPS && wakes_threads(threads);
+        if cand.parallel && !inline {
             let mut offsets = Vec::with_capacity(loop_dims.iter().product());
             for_each_index(&loop_dims, [&loop_a, &loop_b, &loop_c], |o| offsets.push(o));
             on_threads(threads, || {
@@ -782,9 +793,8 @@ impl<T: Element> GemmRun<'_, T> {
                 offsets.par_iter().for_each(|&o| block(o, 1));
             });
         } else {
-            for_each_index(&loop_dims, [&loop_a, &loop_b, &loop_c], |o| {
-                block(o, cand.gemm_threads)
-            });
+            let gt = if cand.parallel { 1 } else { cand.gemm_threads };
+            for_each_index(&loop_dims, [&loop_a, &loop_b, &loop_c], |o| block(o, gt));
         }
         Ok(())
     }
@@ -944,21 +954,14 @@ mod tests {
             ..opts.clone()
         };
         let mut seen = [false; 6];
-        let s = &mut seen;
-        let every_family: &[&[usize]] = &[&[3, 2, 2, 3], &[2, 3, 3]];
-        check::<f64>("abcd,ced->bea", every_family, false, &opts, s);
-        check::<f64>("bij,bjk->bki", &[&[3, 4, 2], &[3, 2, 5]], false, &tight, s);
-        check::<f32>("abk,kcb->ca", &[&[2, 3, 0], &[0, 2, 3]], true, &relu, s);
-        check::<f64>("abb->ba", &[&[3, 4, 4]], true, &relu, s);
-        if !cfg!(miri) {
-            // More of the same loop nest (planning each of these takes Miri many seconds):
-            // batch loops, C reversed, diagonals and one-sided sums (views and `accumulate`,
-            // which the strided tests run under Miri).
-            check::<f32>("bij,bjk->bik", &[&[2, 3, 4], &[2, 4, 3]], true, &relu, s);
-            check::<f64>("aab,bc->ca", &[&[3, 3, 4], &[4, 5]], true, &opts, s);
-            check::<num_complex::Complex32>("abx,bc->ac", &[&[3, 4, 2], &[4, 5]], false, &opts, s);
-            check::<num_complex::Complex64>("abc->ca", &[&[3, 2, 4]], false, &opts, s);
-        }
+        // Inside a pool of the plans' two threads, so that small parallel loops and
+        // transpositions split into tasks as planned (from outside one they run on the
+        // caller, `wakes_threads`).
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("a thread pool");
+        pool.install(|| every_candidate_cases(&opts, &relu, &tight, &mut seen));
         let missing: Vec<&str> = (0..WAYS.len())
             .filter(|&w| !seen[w])
             .map(|w| WAYS[w])
@@ -967,5 +970,27 @@ mod tests {
             missing.is_empty(),
             "no case runs a candidate with {missing:?}"
         );
+    }
+
+    fn every_candidate_cases(
+        opts: &PlanOptions,
+        relu: &PlanOptions,
+        tight: &PlanOptions,
+        s: &mut [bool; 6],
+    ) {
+        let every_family: &[&[usize]] = &[&[3, 2, 2, 3], &[2, 3, 3]];
+        check::<f64>("abcd,ced->bea", every_family, false, opts, s);
+        check::<f64>("bij,bjk->bki", &[&[3, 4, 2], &[3, 2, 5]], false, tight, s);
+        check::<f32>("abk,kcb->ca", &[&[2, 3, 0], &[0, 2, 3]], true, relu, s);
+        check::<f64>("abb->ba", &[&[3, 4, 4]], true, relu, s);
+        if !cfg!(miri) {
+            // More of the same loop nest (planning each of these takes Miri many seconds):
+            // batch loops, C reversed, diagonals and one-sided sums (views and `accumulate`,
+            // which the strided tests run under Miri).
+            check::<f32>("bij,bjk->bik", &[&[2, 3, 4], &[2, 4, 3]], true, relu, s);
+            check::<f64>("aab,bc->ca", &[&[3, 3, 4], &[4, 5]], true, opts, s);
+            check::<num_complex::Complex32>("abx,bc->ac", &[&[3, 4, 2], &[4, 5]], false, opts, s);
+            check::<num_complex::Complex64>("abc->ca", &[&[3, 2, 4]], false, opts, s);
+        }
     }
 }

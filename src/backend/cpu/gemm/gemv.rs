@@ -15,12 +15,17 @@ use rayon::prelude::*;
 
 use super::{Mat, MatMut};
 use crate::tensor::Element;
-use crate::transpose::{on_threads, Isa};
+use crate::transpose::{on_threads, wakes_threads, Isa};
 
 /// Accumulator bytes of one block of rows in the column-contiguous form (they stay in L2 while
 /// the block's column segments stream past; 8 KiB blocks, in L1, ran 1.2-1.4x slower on one
 /// thread because their short segments defeat the hardware prefetcher).
 const ACC_BYTES: usize = 128 << 10;
+/// Smallest matrix (bytes) whose product is split over threads when the caller is outside
+/// their pool: a 64×64 f64 product (32 KB) ran 20–24 us from the main thread with two
+/// tasks, 6 us inside the pool, where entering a parallel region costs 15–21 us
+/// (`wakes_threads`) — the time to stream about 256 KB on one thread.
+const PARALLEL_MIN_BYTES: usize = 256 << 10;
 /// Fewest elements of the summed dimension a task takes when that dimension is split.
 const MIN_K_CHUNK: usize = 4096;
 
@@ -185,8 +190,14 @@ pub(crate) unsafe fn try_gemv<T: Element>(
         gathered = (0..k as isize).map(|l| *x.offset(l * xs)).collect();
         &gathered
     };
-    let threads = threads.max(1);
     let size = std::mem::size_of::<T>();
+    // A small matrix called from outside the pool runs on this thread: waking the workers
+    // costs more than streaming it.
+    let threads = if r * k * size < PARALLEL_MIN_BYTES && wakes_threads(threads.max(1)) {
+        1
+    } else {
+        threads.max(1)
+    };
     // Row blocks: a multiple of the thread count (balanced), each at most ACC_BYTES of
     // accumulators in the column form.
     let per_thread = if rows_contiguous {
@@ -378,7 +389,16 @@ mod tests {
                 for col_major in [false, true] {
                     for step in [1, 2] {
                         for &threads in thread_counts {
-                            case::<T>(isa, m, n, k, col_major, step, threads);
+                            // Inside a pool of that size small products split as planned;
+                            // from outside one they run on the caller (`wakes_threads`).
+                            let pool = rayon::ThreadPoolBuilder::new()
+                                .num_threads(threads)
+                                .build()
+                                .expect("a thread pool");
+                            pool.install(|| case::<T>(isa, m, n, k, col_major, step, threads));
+                            if !cfg!(miri) {
+                                case::<T>(isa, m, n, k, col_major, step, threads);
+                            }
                         }
                     }
                 }

@@ -4,8 +4,9 @@
 //!
 //! - rows contiguous: one dot product per row (eight accumulators, so the compiler can keep
 //!   them in vector registers);
-//! - columns contiguous: blocks of rows (8 KiB of accumulators each) take four columns at a
-//!   time, `y[block] += x[l] * M[block, l] + ...`, every column segment a contiguous run.
+//! - columns contiguous: blocks of rows (up to 128 KiB of accumulators each) take eight
+//!   columns at a time (then four, then one), `y[block] += x[l] * M[block, l] + ...`, every
+//!   column segment a contiguous run.
 //!
 //! Threads split the rows; when there are fewer row blocks than threads (few long rows),
 //! they split the summed dimension too and the partial sums are added at the end.
@@ -74,11 +75,26 @@ fn dot<T: Element>(a: &[T], x: &[T]) -> T {
 }
 
 /// `acc[i] += sum over l of x[l] * col_l[i]` for the columns `cols(l)` (each `acc.len()`
-/// long), four columns at a time.
+/// long), eight columns at a time, then four, then one: eight halve the accumulators' loads
+/// and stores per column against four (one thread, Zen 4 host: 2500² `ji,j->i` and
+/// 700×100×100 `kij,k->ij` 4–24 % faster in eight alternated pairs).
 #[inline(always)]
 fn axpy_columns<'a, T: Element + 'a>(acc: &mut [T], x: &[T], cols: impl Fn(usize) -> &'a [T]) {
     let k = x.len();
     let mut l = 0;
+    while l + 8 <= k {
+        let n = acc.len();
+        // each column cut to exactly `n`, so the indexing below needs no bounds checks
+        let c: [&[T]; 8] = std::array::from_fn(|q| &cols(l + q)[..n]);
+        let xs: [T; 8] = std::array::from_fn(|q| x[l + q]);
+        let acc = &mut acc[..n];
+        for i in 0..n {
+            let lo = xs[0] * c[0][i] + xs[1] * c[1][i] + xs[2] * c[2][i] + xs[3] * c[3][i];
+            let hi = xs[4] * c[4][i] + xs[5] * c[5][i] + xs[6] * c[6][i] + xs[7] * c[7][i];
+            acc[i] += lo + hi;
+        }
+        l += 8;
+    }
     while l + 4 <= k {
         let (c0, c1, c2, c3) = (cols(l), cols(l + 1), cols(l + 2), cols(l + 3));
         let (x0, x1, x2, x3) = (x[l], x[l + 1], x[l + 2], x[l + 3]);

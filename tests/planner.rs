@@ -7,7 +7,10 @@ mod common;
 use common::random_array;
 use ndarray::ArrayD;
 use num_complex::Complex64;
-use ttgt::plan::{cached_contraction_plan, CandidateKind, Epilogue, PlanOptions};
+use ttgt::plan::{
+    cached_contraction_plan, CandidateKind, Epilogue, PlanOptions, DEFAULT_TILE_BYTES,
+    WIDE_TILE_BYTES,
+};
 use ttgt::tensor::{StridedView, StridedViewMut};
 use ttgt::{ContractionPlan, DType, Element, Error, Layout};
 
@@ -450,6 +453,41 @@ fn tiled_write_back_candidates_are_correct() {
     // (batch-reduce inside a block)
     tiled_candidates_match::<f64>("zabcd,zced->bzea", &[2, 5, 4, 3, 6], &[2, 3, 7, 6], 24);
     tiled_candidates_match::<Complex64>("xik,xkj->jxi", &[3, 7, 5], &[3, 5, 6], 25);
+}
+
+/// With the default block bound, tiled write-backs also offer the largest blocks of up to
+/// `WIDE_TILE_BYTES` (tccg-32's f64 shape: no block set gives long GEMM calls under 512
+/// KiB, one over `fe` gives 1.15 MB blocks of 384×384×24 calls); an explicit bound offers
+/// none above it. Plans only, no data: the blocks' correctness is the test above.
+#[test]
+fn default_tiles_offer_wide_blocks_and_an_explicit_bound_caps_them() {
+    let (spec, sa, sb) = ("bged,cafg->fedcba", [16, 24, 16, 24], [16, 24, 16, 24]);
+    let c = Layout::row_major(&[16, 16, 24, 16, 16, 24]).unwrap();
+    let ins = [
+        Layout::row_major(&sa).unwrap(),
+        Layout::row_major(&sb).unwrap(),
+    ];
+    let blocks = |tile_bytes: Option<usize>| -> Vec<usize> {
+        let o = PlanOptions {
+            threads: Some(2),
+            tile_bytes,
+            ..Default::default()
+        };
+        let plan = ContractionPlan::with_options(spec, &ins, &c, DType::F64, &o).unwrap();
+        plan.candidates()
+            .iter()
+            .filter_map(|x| x.c_tiles.as_ref().map(|t| t.block_len * 8))
+            .collect()
+    };
+    let default = blocks(None);
+    assert!(default
+        .iter()
+        .any(|&b| b > DEFAULT_TILE_BYTES && b <= WIDE_TILE_BYTES));
+    assert!(default.iter().all(|&b| b <= WIDE_TILE_BYTES));
+    assert!(default.contains(&(24 * 16 * 16 * 24 * 8)));
+    let capped = blocks(Some(DEFAULT_TILE_BYTES));
+    assert!(!capped.is_empty());
+    assert!(capped.iter().all(|&b| b <= DEFAULT_TILE_BYTES));
 }
 
 /// The GETT candidate (our blocked GEMM packing straight from the tensors; offered when our

@@ -18,7 +18,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::groups::{by_stride, fuse, group, packed_layout, stride_of};
-use super::options::{PlanOptions, DEFAULT_TILE_BYTES};
+use super::options::{PlanOptions, DEFAULT_TILE_BYTES, WIDE_TILE_BYTES};
 use super::prepare::OperandPrep;
 use crate::einsum::{BoundSpec, Label};
 use crate::error::{Error, Result};
@@ -875,6 +875,9 @@ struct TileSpace<'a> {
     packs: [&'a Option<Vec<Label>>; 2],
     libs: &'a [GemmLibrary],
     tile_bytes: usize,
+    /// A second, larger bound whose largest blocks are offered too (`None`: only
+    /// `tile_bytes`).
+    wide_bytes: Option<usize>,
     prepare_cost: f64,
     sums_bytes: usize,
     limit: usize,
@@ -892,7 +895,8 @@ type TiledKey = (
 
 /// Adds the tiled write-back candidates of one choice of group orders and packs: blocks are
 /// the values of every batch label and of a set of M and N labels from [`block_sets`] (a
-/// block of C holds at most `tile_bytes`, and blocks under 1/64 of that are skipped), each
+/// block of C holds at most `tile_bytes`, or the largest blocks under `wide_bytes` too, and
+/// blocks under 1/64 of `tile_bytes` are skipped), each
 /// with the block buffer ordered `[M|N]` or `[N|M]`. Offered only when C is larger than
 /// four blocks.
 fn tiled_candidates(
@@ -916,7 +920,14 @@ fn tiled_candidates(
     }
     let prod = |ls: &[Label]| ls.iter().map(|&l| ext(l)).product::<usize>();
     let free: Vec<Label> = mo.iter().chain(no).copied().collect();
-    let sets = block_sets(&free, &ext, sp.tile_bytes / es);
+    let mut sets = block_sets(&free, &ext, sp.tile_bytes / es);
+    if let Some(w) = sp.wide_bytes {
+        for s in block_sets(&free, &ext, w / es) {
+            if !sets.contains(&s) {
+                sets.push(s);
+            }
+        }
+    }
     let la = operand_layout(ac, pa, pb)?;
     let lb = operand_layout(bc, pbp, pb)?;
     let mut costs = StepCosts {
@@ -1175,6 +1186,10 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
     }
 
     let tile_bytes = options.tile_bytes.unwrap_or(DEFAULT_TILE_BYTES).max(1);
+    let wide_bytes = options
+        .tile_bytes
+        .is_none()
+        .then_some(WIDE_TILE_BYTES.max(tile_bytes));
     let mut seen_tiles = HashSet::new();
     let mut seen = HashSet::new();
     let mut all = Vec::new();
@@ -1212,6 +1227,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                                 packs: [ac, bc],
                                 libs: &libs,
                                 tile_bytes,
+                                wide_bytes,
                                 prepare_cost,
                                 sums_bytes,
                                 limit,

@@ -54,7 +54,7 @@ pub(crate) fn unit_costs(plan: &TransposePlan, beta_nonzero: bool, bw: f64) -> C
     let es = plan.dtype().size_bytes() as f64;
     // Without streaming stores a write first reads its line: beta = 0 then moves 3x the
     // size instead of 2x.
-    let rfo = if !beta_nonzero && !plan.streams(true) {
+    let rfo = if !beta_nonzero && !plan.stores_stream() {
         1.5
     } else {
         1.0

@@ -863,6 +863,22 @@ impl TransposePlan {
         simd && beta_zero && self.stream_choice()
     }
 
+    /// Whether an execution with `beta == 0` writes B with non-temporal stores
+    /// ([`Self::streams`]) for all but a few partial lines: a row copy streams only rows of
+    /// whole lines and rows of at least 1 KiB; shorter rows that are not whole lines (24
+    /// f32, 96 bytes) are copied with ordinary stores, which read each line first.
+    pub(crate) fn stores_stream(&self) -> bool {
+        match self.kernel {
+            KernelKind::Rows { n } => {
+                let bytes = n * self.dtype.size_bytes();
+                self.streams(true)
+                    && (bytes.is_multiple_of(kernel::stream_block(self.isa))
+                        || bytes >= kernel::STREAM_ROW_MIN_BYTES)
+            }
+            _ => self.streams(true),
+        }
+    }
+
     /// The forced store choice ([`TransposeOptions::streaming`]), else the default one.
     fn stream_choice(&self) -> bool {
         self.streaming.unwrap_or_else(|| self.streams_by_default())
@@ -1486,7 +1502,7 @@ impl TransposePlan {
                     let len = pc.map_or(n, |c| b.min(n - idx[c] * b));
                     // Streaming pays off on rows of at least a few lines; below that the call and
                     // the partial lines at both ends cost more than the read of B it saves.
-                    let long = len * self.dtype.size_bytes() >= 1024;
+                    let long = len * self.dtype.size_bytes() >= kernel::STREAM_ROW_MIN_BYTES;
                     let copy = if stream && long {
                         kernel::stream_copy(self.isa)
                     } else {
@@ -2191,6 +2207,34 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Streamed row copies write with non-temporal stores (which the model prices without
+    /// reading B's lines first) only for rows of whole blocks or of at least 1 KiB: rows of
+    /// 20 f32 (80 bytes) are copied with ordinary stores although the plan streams.
+    #[test]
+    fn short_rows_that_are_not_whole_lines_store_plainly() {
+        for isa in Isa::available() {
+            if isa == Isa::Scalar {
+                continue;
+            }
+            let rows = |n: usize| {
+                let a = Layout::row_major(&[8, 6, n]).unwrap();
+                let b = Layout::row_major(&[6, 8, n]).unwrap();
+                let opts = TransposeOptions {
+                    isa: Some(isa),
+                    streaming: Some(true),
+                    ..Default::default()
+                };
+                let p = TransposePlan::new(&[1, 0, 2], &a, &b, DType::F32, &opts).unwrap();
+                assert_eq!(p.kernel(), KernelKind::Rows { n }, "{}", p.describe());
+                assert!(p.streams(true));
+                p.stores_stream()
+            };
+            assert!(!rows(20), "{isa:?}");
+            assert!(rows(32), "{isa:?}");
+            assert!(rows(365), "{isa:?}");
         }
     }
 }

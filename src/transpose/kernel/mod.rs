@@ -831,6 +831,9 @@ macro_rules! streaming_copies_for {
                         // Whole aligned blocks: no partial ends, no calls, so that the
                         // loads of many short rows are in flight at once.
                         stream_blocks(s, d, 0, bytes);
+                    } else if bytes >= super::STREAM_ROW_MIN_BYTES {
+                        // Long rows: their whole blocks streamed, the partial ends copied.
+                        stream_copy(s, d, bytes);
                     } else {
                         std::ptr::copy_nonoverlapping(s, d, bytes);
                     }
@@ -856,6 +859,12 @@ macro_rules! streaming_copies_for {
     };
 }
 pub(crate) use streaming_copies_for;
+
+/// Shortest row (bytes) that is not whole aligned blocks and that a streamed row copy still
+/// streams (its whole blocks; the partial blocks at its ends get ordinary stores): below it
+/// the partial ends cost more than the read of B that streaming saves, and the row is
+/// copied with ordinary stores.
+pub(crate) const STREAM_ROW_MIN_BYTES: usize = 1024;
 
 /// Groups of rows that a batched streaming row copy without seams reads at once: it copies
 /// a block of one row from each group in turn, so that the reads run as this many streams,
@@ -1033,6 +1042,10 @@ mod tests {
                 (64, 4096 + 64, 16),
                 (64, 64, 12),
                 (512, 512, 7),
+                // rows of 1 KiB and more that are not whole blocks: streamed one by one
+                // (`stream_copy`), into destinations that start anywhere in a block
+                (1460, 1460 + 12, 5),
+                (1028, 1028, 7),
             ] {
                 let grouped = groups_rows(sa as isize, bytes, count);
                 // Destination rows a line apart beyond their length (gaps must stay 0xAA).
@@ -1072,6 +1085,7 @@ mod tests {
         assert!(groups_rows(1548, 1536, 13) && groups_rows(10240, 10240, 9));
         assert!(!groups_rows(4096 + 64, 64, 16) && !groups_rows(64, 64, 12));
         assert!(!groups_rows(512, 512, 7));
+        assert!(!groups_rows(1472, 1460, 5) && !groups_rows(1028, 1028, 7));
     }
 
     #[test]

@@ -896,9 +896,8 @@ type TiledKey = (
 /// Adds the tiled write-back candidates of one choice of group orders and packs: blocks are
 /// the values of every batch label and of a set of M and N labels from [`block_sets`] (a
 /// block of C holds at most `tile_bytes`, or the largest blocks under `wide_bytes` too, and
-/// blocks under 1/64 of `tile_bytes` are skipped), each
-/// with the block buffer ordered `[M|N]` or `[N|M]`. Offered only when C is larger than
-/// four blocks.
+/// blocks under 1/64 of `tile_bytes` are skipped), each with the block buffer ordered `[M|N]`
+/// or `[N|M]`. Offered only when C is larger than four blocks.
 fn tiled_candidates(
     pricer: &mut Pricer<'_>,
     sp: &TileSpace<'_>,
@@ -1186,10 +1185,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
     }
 
     let tile_bytes = options.tile_bytes.unwrap_or(DEFAULT_TILE_BYTES).max(1);
-    let wide_bytes = options
-        .tile_bytes
-        .is_none()
-        .then_some(WIDE_TILE_BYTES.max(tile_bytes));
+    let wide_bytes = options.tile_bytes.is_none().then_some(WIDE_TILE_BYTES);
     let mut seen_tiles = HashSet::new();
     let mut seen = HashSet::new();
     let mut all = Vec::new();

@@ -870,10 +870,9 @@ impl TransposePlan {
     pub(crate) fn stores_stream(&self) -> bool {
         match self.kernel {
             KernelKind::Rows { n } => {
-                let bytes = n * self.dtype.size_bytes();
                 self.streams(true)
-                    && (bytes.is_multiple_of(kernel::stream_block(self.isa))
-                        || bytes >= kernel::STREAM_ROW_MIN_BYTES)
+                    && (self.streams_rows()
+                        || n * self.dtype.size_bytes() >= kernel::STREAM_ROW_MIN_BYTES)
             }
             _ => self.streams(true),
         }

@@ -365,6 +365,8 @@ fn networks_follow_the_chosen_path() {
         "left",
         "[(2, 3), (1, 2), (0, 1)]",
         "0,3;0,2;0,1",
+        "['einsum_path', (1,), (0, 1, 2), (0, 1)]",
+        "3;0,1,2,3",
     ] {
         let out = ok(&[
             "contract",
@@ -384,6 +386,13 @@ fn networks_follow_the_chosen_path() {
         assert!(out.contains("step 2:"), "{path}: {out}");
         assert!(out.contains("check: ok"), "{path}: {out}");
         assert_close(&read::<f64>(&po), &want, 1e-12);
+    }
+    // numpy's path for one operand, `(0,)`, and for two, `(0, 1)`: accepted and checked.
+    for (spec, sizes, path) in [("ii->i", "i=5", "[(0,)]"), ("ij,jk", "i=5,j=3,k=2", "0,1")] {
+        let out = ok(&[
+            "contract", spec, "--sizes", sizes, "--path", path, "--check",
+        ]);
+        assert!(out.contains("check: ok"), "{spec} {path}: {out}");
     }
     // Random mode: timed step by step, JSON with the path's FLOPs and each step.
     let sizes = "a=6,b=6,c=6,d=6,e=6,f=6,g=6,h=6";
@@ -662,12 +671,8 @@ fn bad_inputs() {
             vec!["--path", "fastest", "greedy"],
         ),
         (
-            vec!["ij,jk,kl", "--sizes", "i=2,j=2,k=2,l=2", "--path", "0,1;0"],
-            vec!["--path", "pairs"],
-        ),
-        (
             vec!["ij,ij,ij->i", &a, &a, &a, "--path", "0,0;0,1"],
-            vec!["two different positions"],
+            vec!["names position 0 twice"],
         ),
         (
             vec![
@@ -686,8 +691,34 @@ fn bad_inputs() {
         (vec!["ij", &a, "--alpha", "1+"], vec!["--alpha", "1+"]),
         (vec!["ij", &a, "--beta", "x"], vec!["--beta"]),
         (vec!["ij,jk"], vec!["no operands"]),
+        (
+            vec!["ij,jk", "--sizes", "i=2,j=2,k=2", "--path", "0,2"],
+            vec!["invalid contraction path", "names positions (0, 2)"],
+        ),
     ];
-    for (args, words) in cases {
+    // Bad --path values for ij,jk,kl: the flag's own message, or the path's error.
+    let invalid = "invalid contraction path";
+    let paths = [
+        (
+            "0,1;0",
+            vec![invalid, "need 2 pairwise step(s), the path has 1"],
+        ),
+        ("0,1,2", vec!["--path", "numpy's notation"]),
+        ("[(0, 1), 2]", vec!["--path", "numpy's notation"]),
+        ("[(0, (1)), (0, 1)]", vec!["--path", "numpy's notation"]),
+        ("[(0, 1), ()]", vec!["--path", "numpy's notation"]),
+        (
+            "[(0, 5, 1)]",
+            vec![invalid, "step 0 names positions (0, 5, 1)"],
+        ),
+    ];
+    let path_cases = paths.into_iter().map(|(p, words)| {
+        (
+            vec!["ij,jk,kl", "--sizes", "i=2,j=2,k=2,l=2", "--path", p],
+            words,
+        )
+    });
+    for (args, words) in cases.into_iter().chain(path_cases) {
         let mut full = vec!["contract"];
         full.extend(&args);
         let o = ttgt(&full);

@@ -100,8 +100,37 @@ fn random_path(seed: u64, n: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// A valid path in numpy's notation with steps of any arity: single-operand steps
+/// (at most two), pairs and longer groups, random.
+fn random_numpy_path(seed: u64, n: usize) -> Vec<Vec<usize>> {
+    let mut r = SplitMix::new(seed ^ 0x9a7);
+    let mut len = n;
+    let mut singles = 0;
+    let mut path = Vec::new();
+    while len > 1 || path.is_empty() {
+        let k = match r.next_u64() % 4 {
+            0 if singles < 2 => {
+                singles += 1;
+                1
+            }
+            3 if len >= 3 => 3,
+            _ if len >= 2 => 2,
+            _ => 1,
+        };
+        // k different positions below len.
+        let mut all: Vec<usize> = (0..len).collect();
+        for i in (1..len).rev() {
+            all.swap(i, (r.next_u64() % (i as u64 + 1)) as usize);
+        }
+        path.push(all[..k].to_vec());
+        len -= k - 1;
+    }
+    path
+}
+
 fn strategy(k: u64, seed: u64, n: usize) -> PathStrategy {
-    match k % 5 {
+    match k % 6 {
+        5 => PathStrategy::Numpy(random_numpy_path(seed, n)),
         0 => PathStrategy::Auto,
         1 => PathStrategy::Optimal,
         2 => PathStrategy::Greedy,
@@ -210,7 +239,7 @@ proptest! {
         beta in scalar(),
     ) {
         let net = network(seed, n, labels, 4, true);
-        let s = strategy(k, seed, n);
+        let s = strategy(k / 4, seed, n);
         match k % 4 {
             0 => run_network_into::<f32>(&net, s, seed, &rc, (alpha, beta)),
             1 => run_network_into::<f64>(&net, s, seed, &rc, (alpha, beta)),
@@ -229,7 +258,7 @@ proptest! {
         flip in any::<bool>(),
     ) {
         let net = network(seed, n, labels, 4, true);
-        let s = strategy(k, seed, n);
+        let s = strategy(k / 4, seed, n);
         match k % 4 {
             0 => run_network::<f32>(&net, s, seed, flip),
             1 => run_network::<f64>(&net, s, seed, flip),
@@ -251,7 +280,7 @@ proptest! {
         let best = path(PathStrategy::Optimal);
         let brute = brute_force(&net);
         prop_assert!((best.flops() - brute).abs() <= 1e-9 * brute, "{} {:?}: optimal {} vs all orders {}\n{}", net.spec, net.shapes, best.flops(), brute, best);
-        for s in [PathStrategy::Greedy, PathStrategy::LeftToRight, PathStrategy::Explicit(random_path(seed, n))] {
+        for s in [PathStrategy::Greedy, PathStrategy::LeftToRight, PathStrategy::Explicit(random_path(seed, n)), PathStrategy::Numpy(random_numpy_path(seed, n))] {
             let p = path(s.clone());
             prop_assert!(p.flops() >= best.flops() * (1.0 - 1e-12), "{s:?} beat optimal on {}", net.spec);
             let sum: f64 = p.steps().iter().map(|x| x.flops).sum();
@@ -444,14 +473,67 @@ fn bad_paths_are_errors() {
     for (p, needle) in [
         (vec![(0, 1)], "need 2 pairwise step(s), the path has 1"),
         (vec![(0, 1), (0, 1), (0, 1)], "the path has 3"),
-        (vec![(1, 1), (0, 1)], "two different positions"),
-        (vec![(0, 3), (0, 1)], "pairs positions (0, 3)"),
-        (vec![(0, 1), (0, 2)], "step 1 pairs positions (0, 2)"),
+        (vec![(1, 1), (0, 1)], "names position 1 twice in (1, 1)"),
+        (vec![(0, 3), (0, 1)], "names positions (0, 3)"),
+        (vec![(0, 1), (0, 2)], "step 1 names positions (0, 2)"),
     ] {
         match with(p.clone()) {
             Err(Error::InvalidPath(msg)) => assert!(msg.contains(needle), "{p:?}: {msg}"),
             other => panic!("{p:?}: {other:?}"),
         }
+    }
+    // numpy's steps of any arity: the same checks, in numpy's tuple notation.
+    let numpy = |p: Vec<Vec<usize>>| {
+        ttgt::einsum_path(
+            "ij,jk,kl->il",
+            &shapes,
+            &PathOptions {
+                strategy: PathStrategy::Numpy(p),
+                memory_limit: None,
+            },
+        )
+    };
+    for (p, needle) in [
+        (vec![vec![0, 1]], "need 2 pairwise step(s), the path has 1"),
+        (
+            vec![vec![0], vec![0, 1, 0]],
+            "names position 0 twice in (0, 1, 0)",
+        ),
+        (vec![vec![3], vec![0, 1, 2]], "step 0 names positions (3,)"),
+        (vec![vec![], vec![0, 1, 2]], "step 0 names no position"),
+    ] {
+        match numpy(p.clone()) {
+            Err(Error::InvalidPath(msg)) => assert!(msg.contains(needle), "{p:?}: {msg}"),
+            other => panic!("{p:?}: {other:?}"),
+        }
+    }
+    // A single-operand step moves its operand to the end; a group runs from the left.
+    assert_eq!(
+        numpy(vec![vec![0], vec![0, 1], vec![0, 1]])
+            .unwrap()
+            .pairs(),
+        with(vec![(1, 2), (0, 1)]).unwrap().pairs()
+    );
+    assert_eq!(
+        numpy(vec![vec![0], vec![1, 2, 0]]).unwrap().pairs(),
+        with(vec![(0, 2), (0, 1)]).unwrap().pairs()
+    );
+    assert_eq!(
+        numpy(vec![vec![2, 0, 1]]).unwrap().pairs(),
+        with(vec![(0, 2), (0, 1)]).unwrap().pairs()
+    );
+    // One operand: numpy's `(0,)`, or no step at all.
+    for p in [vec![vec![0]], vec![]] {
+        let one = ttgt::einsum_path(
+            "ii->i",
+            &[&[3, 3]],
+            &PathOptions {
+                strategy: PathStrategy::Numpy(p),
+                memory_limit: None,
+            },
+        )
+        .unwrap();
+        assert!(one.steps().is_empty());
     }
     // Positions in either order are accepted.
     assert_eq!(

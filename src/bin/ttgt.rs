@@ -187,8 +187,9 @@ pub struct ContractArgs {
     pub measure: Option<u64>,
 
     /// Order of the pairwise steps of 3+ operands: auto (fewest FLOPs, searched exactly up
-    /// to 10 operands, greedy beyond), optimal, greedy, left (left to right), or pairs in
-    /// numpy's notation, e.g. '1,2;0,1' or '[(1, 2), (0, 1)]'.
+    /// to 10 operands, greedy beyond), optimal, greedy, left (left to right), or steps in
+    /// numpy's notation, e.g. '1,2;0,1', '[(1, 2), (0, 1)]' or np.einsum_path's
+    /// "['einsum_path', (0, 1, 2)]" (a step of 3+ positions runs pairwise from the left).
     #[arg(long, value_name = "PATH")]
     pub path: Option<String>,
 
@@ -221,7 +222,7 @@ impl ContractArgs {
             Some("optimal") => PathStrategy::Optimal,
             Some("greedy") => PathStrategy::Greedy,
             Some("left") => PathStrategy::LeftToRight,
-            Some(text) => PathStrategy::Explicit(parse_pairs(text)?),
+            Some(text) => parse_path(text)?,
         };
         Ok(ttgt::PathOptions {
             strategy,
@@ -230,29 +231,72 @@ impl ContractArgs {
     }
 }
 
-/// `1,2;0,1` or `[(1, 2), (0, 1)]`: pairs of operand positions.
-fn parse_pairs(text: &str) -> CliResult<Vec<(usize, usize)>> {
+/// A path in numpy's notation: `1,2;0,1`, `[(1, 2), (0, 1)]`, or `np.einsum_path`'s list as
+/// printed (`['einsum_path', (0, 2), (0, 1)]`); steps of one position (`(0,)`) or of three
+/// and more are accepted too. Steps are the parenthesised groups, else the `;`-separated
+/// ones, else consecutive pairs of numbers.
+fn parse_path(text: &str) -> CliResult<ttgt::plan::PathStrategy> {
+    use ttgt::plan::PathStrategy;
     let bad = || {
         CliError::new(format!(
-            "bad --path {text:?}: expected auto, optimal, greedy, left, or pairs of positions \
-             such as '1,2;0,1' or '[(1, 2), (0, 1)]'"
+            "bad --path {text:?}: expected auto, optimal, greedy, left, or steps of operand \
+             positions in numpy's notation such as '1,2;0,1' or '[(1, 2), (0, 1)]'"
         ))
     };
-    if !text
+    let body = text
+        .replace("'einsum_path'", "")
+        .replace("\"einsum_path\"", "")
+        .replace("einsum_path", "");
+    if !body
         .chars()
         .all(|c| c.is_ascii_digit() || " ,;()[]".contains(c))
     {
         return Err(bad());
     }
-    let numbers: Vec<usize> = text
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|t| !t.is_empty())
-        .map(|t| t.parse().map_err(|_| bad()))
-        .collect::<CliResult<_>>()?;
-    if numbers.is_empty() || !numbers.len().is_multiple_of(2) {
+    let numbers = |group: &str| -> CliResult<Vec<usize>> {
+        group
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|t| !t.is_empty())
+            .map(|t| t.parse().map_err(|_| bad()))
+            .collect()
+    };
+    let steps: Vec<Vec<usize>> = if body.contains('(') {
+        // Every number inside a parenthesised group; groups neither nested nor left open.
+        let mut steps = Vec::new();
+        let mut rest = body.as_str();
+        while let Some(open) = rest.find('(') {
+            if !numbers(&rest[..open])?.is_empty() {
+                return Err(bad());
+            }
+            let close = rest[open..].find(')').ok_or_else(bad)? + open;
+            let inner = &rest[open + 1..close];
+            if inner.contains('(') {
+                return Err(bad());
+            }
+            steps.push(numbers(inner)?);
+            rest = &rest[close + 1..];
+        }
+        if rest.contains(')') || !numbers(rest)?.is_empty() {
+            return Err(bad());
+        }
+        steps
+    } else if body.contains(';') {
+        body.split(';').map(numbers).collect::<CliResult<_>>()?
+    } else {
+        let flat = numbers(&body)?;
+        if !flat.len().is_multiple_of(2) {
+            return Err(bad());
+        }
+        flat.chunks(2).map(<[usize]>::to_vec).collect()
+    };
+    if steps.is_empty() || steps.iter().any(Vec::is_empty) {
         return Err(bad());
     }
-    Ok(numbers.chunks(2).map(|p| (p[0], p[1])).collect())
+    Ok(if steps.iter().all(|s| s.len() == 2) {
+        PathStrategy::Explicit(steps.iter().map(|s| (s[0], s[1])).collect())
+    } else {
+        PathStrategy::Numpy(steps)
+    })
 }
 
 /// How a successful run ended.

@@ -24,6 +24,10 @@
 //!   and so on.
 //! - [`PathStrategy::Explicit`]: a path in numpy's notation: pairs of positions in the
 //!   current operand list, whose result goes to the end of the list.
+//! - [`PathStrategy::Numpy`]: numpy's notation with steps of any arity, as
+//!   `np.einsum_path` prints them: `(i,)` reduces one operand (it moves to the end of the
+//!   list; its summed indices go before its first pairwise step anyway), `(i, j)` is a
+//!   pairwise step, and `(i, j, k, ...)` contracts its operands pairwise from the left.
 //!
 //! Axes of extent 1 that `...` broadcasting stretches are dropped from their operand before
 //! the search (they hold one value along the index), so broadcasting costs nothing extra.
@@ -62,6 +66,19 @@ pub enum PathStrategy {
     /// numpy's notation: each pair holds positions in the current operand list; the pair is
     /// removed and its result appended at the end.
     Explicit(Vec<(usize, usize)>),
+    /// numpy's notation with steps of any arity (`np.einsum_path`'s output without its
+    /// leading `'einsum_path'`): one position reduces that operand and moves it to the end
+    /// of the list; two or more are contracted pairwise from the left, the result appended.
+    ///
+    /// ```
+    /// use ttgt::plan::{PathOptions, PathStrategy};
+    /// let o = PathOptions { strategy: PathStrategy::Numpy(vec![vec![0, 1, 2]]), ..Default::default() };
+    /// let p = ttgt::einsum_path("ij,jk,kl->il", &[&[2, 3], &[3, 4], &[4, 5]], &o).unwrap();
+    /// assert_eq!(p.pairs(), vec![(0, 1), (0, 1)]);
+    /// let one = PathOptions { strategy: PathStrategy::Numpy(vec![vec![0]]), ..Default::default() };
+    /// assert!(ttgt::einsum_path("ii->i", &[&[3, 3]], &one).is_ok());
+    /// ```
+    Numpy(Vec<Vec<usize>>),
 }
 
 /// Options of the path search.
@@ -77,7 +94,8 @@ pub struct PathOptions {
     /// The search.
     pub strategy: PathStrategy,
     /// Most elements an intermediate may hold (numpy's `memory_limit`); the final result is
-    /// exempt. Not applied to [`PathStrategy::Explicit`] and [`PathStrategy::LeftToRight`].
+    /// exempt. Not applied to [`PathStrategy::Explicit`], [`PathStrategy::Numpy`] and
+    /// [`PathStrategy::LeftToRight`].
     pub memory_limit: Option<usize>,
 }
 
@@ -332,27 +350,62 @@ fn greedy(masks: &[u128], sets: &Sets, limit: Option<f64>) -> Result<Ssa> {
 
 /// numpy's notation (positions in the current list, result appended) to single-assignment ids.
 fn from_positions(path: &[(usize, usize)], n: usize) -> Result<Ssa> {
-    if path.len() + 1 != n.max(1) {
+    let steps: Vec<Vec<usize>> = path.iter().map(|&(i, j)| vec![i, j]).collect();
+    from_numpy(&steps, n)
+}
+
+/// numpy's notation with steps of any arity to single-assignment ids: a one-position step
+/// moves that operand to the end of the list; a step of k >= 2 positions becomes k - 1
+/// pairwise steps from the left, its result appended.
+fn from_numpy(path: &[Vec<usize>], n: usize) -> Result<Ssa> {
+    let pairs: usize = path.iter().map(|s| s.len().saturating_sub(1)).sum();
+    if pairs + 1 != n.max(1) {
         return Err(Error::InvalidPath(format!(
-            "{n} operand(s) need {} pairwise step(s), the path has {}",
+            "{n} operand(s) need {} pairwise step(s), the path has {pairs}",
             n.saturating_sub(1),
-            path.len()
         )));
     }
     let mut ids: Vec<usize> = (0..n).collect();
-    let mut ssa = Vec::with_capacity(path.len());
-    for (step, &(i, j)) in path.iter().enumerate() {
-        if i == j || i >= ids.len() || j >= ids.len() {
+    let mut ssa = Vec::with_capacity(pairs);
+    for (step, positions) in path.iter().enumerate() {
+        let tuple = match positions.as_slice() {
+            [p] => format!("({p},)"),
+            ps => format!(
+                "({})",
+                ps.iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let mut sorted = positions.clone();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
             return Err(Error::InvalidPath(format!(
-                "step {step} pairs positions ({i}, {j}), but the list holds {} operand(s) then \
-                 and a pair needs two different positions",
-                ids.len()
+                "step {step} names position {} twice in {tuple}: a step needs different positions",
+                w[0]
             )));
         }
-        ssa.push((ids[i], ids[j]));
-        ids.remove(i.max(j));
-        ids.remove(i.min(j));
-        ids.push(n + step);
+        match sorted.last() {
+            None => return Err(Error::InvalidPath(format!("step {step} names no position"))),
+            Some(&p) if p >= ids.len() => {
+                return Err(Error::InvalidPath(format!(
+                    "step {step} names positions {tuple}, but the list holds {} operand(s) then",
+                    ids.len()
+                )))
+            }
+            Some(_) => {}
+        }
+        let taken: Vec<usize> = positions.iter().map(|&p| ids[p]).collect();
+        for &p in sorted.iter().rev() {
+            ids.remove(p);
+        }
+        let mut acc = taken[0];
+        for &id in &taken[1..] {
+            ssa.push((acc, id));
+            acc = n + ssa.len() - 1;
+        }
+        ids.push(acc);
     }
     Ok(ssa)
 }
@@ -429,6 +482,7 @@ impl ContractionPath {
         let auto_optimal = n <= AUTO_OPTIMAL_MAX_OPERANDS;
         let (strategy, mut ssa) = match &options.strategy {
             PathStrategy::Explicit(p) => ("explicit", from_positions(p, n)?),
+            PathStrategy::Numpy(p) => ("explicit", from_numpy(p, n)?),
             _ if n <= 2 => (
                 "single step",
                 from_positions(&[(0, 1)][..n.saturating_sub(1)], n)?,

@@ -58,11 +58,26 @@ pub fn run(args: &ContractArgs) -> CliResult<Outcome> {
     if job.spec.inputs().len() > 2 {
         return crate::network_mode::run(&job.spec, &job.sizes, dtype, repeat, job.seed, args);
     }
-    if args.path.is_some() || args.memory_limit.is_some() {
-        return Err(CliError::new(
-            "--path and --memory-limit order the steps of 3 or more operands; this spec has \
-             one step",
-        ));
+    use ttgt::plan::PathStrategy;
+    match args.path_options()?.strategy {
+        // numpy's explicit paths also name the one step of one or two operands: checked only.
+        PathStrategy::Explicit(_) | PathStrategy::Numpy(_) if args.memory_limit.is_none() => {
+            let shapes: Vec<Vec<usize>> = job
+                .spec
+                .inputs()
+                .iter()
+                .map(|t| t.letters().iter().map(|c| job.sizes[c]).collect())
+                .collect();
+            let refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+            ttgt::einsum_path(&args.spec, &refs, &args.path_options()?)?;
+        }
+        _ if args.path.is_some() || args.memory_limit.is_some() => {
+            return Err(CliError::new(
+                "--path and --memory-limit order the steps of 3 or more operands; this spec \
+                 has one step (only an explicit path naming it is accepted)",
+            ));
+        }
+        _ => {}
     }
     with_dtype!(dtype, run_typed(&job))
 }

@@ -297,6 +297,74 @@ fn row_batches_of_several_units_match_reference() {
     }
 }
 
+/// Streamed row copies of short rows that are not whole store blocks (e.g. 24 f32, 96
+/// bytes), whose batches lie one after another in B: each batch is streamed as one range,
+/// its lines composed from the rows they cover. Every B offset within a line, every dtype
+/// and level, plain and scaled copies, one and two threads; nothing outside B is written.
+#[test]
+fn joined_row_batches_match_reference() {
+    fn run<T: Element>(dims: [usize; 3], isa: Isa, alpha: f64, threads: usize, skip: usize) {
+        // B[b][a][r] = alpha * A[a][b][r]: B's rows of one `b` follow one another.
+        let perm = [1usize, 0, 2];
+        let n: usize = dims.iter().product();
+        let a: Vec<T> = (0..n)
+            .map(|x| T::from_parts(x as f64, -(x as f64) * 0.5))
+            .collect();
+        let la = Layout::row_major(&dims).unwrap();
+        let lb = Layout::row_major(&[dims[1], dims[0], dims[2]]).unwrap();
+        let mut b = vec![T::from_f64(-1.0); n + 128];
+        let es = std::mem::size_of::<T>();
+        let off = skip
+            + (0..64)
+                .find(|k| (b.as_ptr() as usize + k * es).is_multiple_of(64))
+                .unwrap();
+        let opts = TransposeOptions {
+            threads: Some(threads),
+            parallel_min_bytes: Some(0),
+            isa: Some(isa),
+            streaming: Some(true),
+            ..Default::default()
+        };
+        let plan = TransposePlan::new(&perm, &la, &lb, T::DTYPE, &opts).unwrap();
+        let av = StridedView::from_slice(&a, la, 0).unwrap();
+        let mut bv = StridedViewMut::from_slice(&mut b, lb, off).unwrap();
+        plan.execute(T::from_f64(alpha), &av, T::from_f64(0.0), &mut bv)
+            .unwrap();
+        let [d0, d1, d2] = dims;
+        for i0 in 0..d0 {
+            for i1 in 0..d1 {
+                for i2 in 0..d2 {
+                    let want = a[(i0 * d1 + i1) * d2 + i2] * T::from_f64(alpha);
+                    let got = b[off + (i1 * d0 + i0) * d2 + i2];
+                    assert_eq!(got, want, "{dims:?} {isa:?} +{skip} at {i0} {i1} {i2}");
+                }
+            }
+        }
+        assert!(b[..off]
+            .iter()
+            .chain(&b[off + n..])
+            .all(|&x| x == T::from_f64(-1.0)));
+    }
+    // Rows of 17, 20, 24 and 33 f32 (68 to 132 bytes), 16 f32 (whole lines: only a
+    // misaligned B takes the joined path), 9 and 24 f64, 5 complex f64.
+    for (len, skip) in [(17, 0), (20, 3), (24, 0), (24, 5), (33, 7), (16, 2)] {
+        for isa in Isa::available() {
+            for (alpha, threads) in [(1.0, 1), (2.0, 1), (1.0, 2)] {
+                run::<f32>([20, 3, len], isa, alpha, threads, skip);
+            }
+        }
+    }
+    for (len, skip) in [(9, 0), (9, 1), (24, 0), (24, 3), (5, 1)] {
+        for isa in Isa::available() {
+            for (alpha, threads) in [(1.0, 1), (1.0, 2), (-0.5, 2)] {
+                run::<f64>([13, 2, len], isa, alpha, threads, skip);
+                run::<Complex32>([13, 2, len], isa, alpha, threads, skip);
+                run::<Complex64>([7, 4, len], isa, alpha, threads, skip);
+            }
+        }
+    }
+}
+
 /// Every level on shapes large enough for full micro-tiles plus remainders, every dtype.
 #[test]
 fn every_isa_and_block_on_tiles_with_remainders() {

@@ -863,15 +863,39 @@ impl TransposePlan {
         simd && beta_zero && self.stream_choice()
     }
 
+    /// Whether a row copy's batches are rows that follow one another in B (`sb == n`), at
+    /// least one store block long but shorter than [`kernel::STREAM_ROW_MIN_BYTES`] and not
+    /// whole blocks (e.g. 24 f32, 96 bytes, in a ccsd(t) write-back): a streamed execution
+    /// writes each such batch as one range, every whole line composed from the rows it
+    /// covers (`kernel::stream_joined_rows`), where a row at a time could only copy these
+    /// rows with ordinary stores, which read every line first. Batches of whole-block rows
+    /// take the same path when B is not block-aligned.
+    fn joined_rows(&self) -> bool {
+        let KernelKind::Rows { n } = self.kernel else {
+            return false;
+        };
+        let bytes = n * self.dtype.size_bytes();
+        let line = kernel::stream_block(self.isa);
+        line > 0
+            && bytes >= line
+            && bytes < kernel::STREAM_ROW_MIN_BYTES
+            && self
+                .row_batch
+                .is_some_and(|d| d.sb == n as isize && d.n > 1)
+    }
+
     /// Whether an execution with `beta == 0` writes B with non-temporal stores
     /// ([`Self::streams`]) for all but a few partial lines: a row copy streams only rows of
-    /// whole lines and rows of at least 1 KiB; shorter rows that are not whole lines (24
-    /// f32, 96 bytes) are copied with ordinary stores, which read each line first.
+    /// whole lines, rows of at least 1 KiB, and batches of rows that follow one another in
+    /// B ([`Self::joined_rows`]); other rows that are not whole lines (24 f32, 96 bytes,
+    /// with gaps between them in B) are copied with ordinary stores, which read each line
+    /// first.
     pub(crate) fn stores_stream(&self) -> bool {
         match self.kernel {
             KernelKind::Rows { n } => {
                 self.streams(true)
                     && (self.streams_rows()
+                        || self.joined_rows()
                         || n * self.dtype.size_bytes() >= kernel::STREAM_ROW_MIN_BYTES)
             }
             _ => self.streams(true),
@@ -1512,8 +1536,35 @@ impl TransposePlan {
                         _ => None,
                     };
                     let es = std::mem::size_of::<T>() as isize;
-                    // Row seams exist only for streamed plain copies (`execute_raw`).
-                    if let Some((sp, f)) = seam.zip(batched) {
+                    // Rows that follow one another in B and are not whole aligned blocks:
+                    // the batch streamed as one range ([`Self::joined_rows`]).
+                    let line = kernel::stream_block(self.isa);
+                    let joined = match (stream, sc.mode, self.row_batch) {
+                        (true, kernel::COPY, Some(d))
+                            if len == n
+                                && self.joined_rows()
+                                && !((len * es as usize).is_multiple_of(line)
+                                    && (b0 as usize).is_multiple_of(line)) =>
+                        {
+                            kernel::stream_joined_rows(self.isa).map(|f| (f, d))
+                        }
+                        _ => None,
+                    };
+                    if let Some((f, d)) = joined {
+                        // SAFETY (run): the batch's rows lie in A at `d.sa` apart and one
+                        // after another in B (`d.sb == n`), `n` elements of at least one
+                        // block each, inside this unit (callers of `run_range`).
+                        f(
+                            a0 as *const u8,
+                            d.sa * es,
+                            b0 as *mut u8,
+                            d.n,
+                            len * es as usize,
+                        );
+                        #[cfg(test)]
+                        kernel::JOINED_BATCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    } else if let Some((sp, f)) = seam.zip(batched) {
+                        // Row seams exist only for streamed plain copies (`execute_raw`).
                         let (x, count) = (idx[sp.outer], loops[sp.outer].count);
                         let (rows, sa, sb) = self
                             .row_batch
@@ -2210,8 +2261,9 @@ mod tests {
     }
 
     /// Streamed row copies write with non-temporal stores (which the model prices without
-    /// reading B's lines first) only for rows of whole blocks or of at least 1 KiB: rows of
-    /// 20 f32 (80 bytes) are copied with ordinary stores although the plan streams.
+    /// reading B's lines first) only for rows of whole blocks, of at least 1 KiB, or in
+    /// batches that follow one another in B: rows of 20 f32 (80 bytes) with gaps between
+    /// them in B are copied with ordinary stores although the plan streams.
     #[test]
     fn short_rows_that_are_not_whole_lines_store_plainly() {
         for isa in Isa::available() {
@@ -2220,7 +2272,8 @@ mod tests {
             }
             let rows = |n: usize| {
                 let a = Layout::row_major(&[8, 6, n]).unwrap();
-                let b = Layout::row_major(&[6, 8, n]).unwrap();
+                let pitch = n as isize + 4;
+                let b = Layout::new(vec![6, 8, n], vec![8 * pitch, pitch, 1]).unwrap();
                 let opts = TransposeOptions {
                     isa: Some(isa),
                     streaming: Some(true),
@@ -2234,6 +2287,61 @@ mod tests {
             assert!(!rows(20), "{isa:?}");
             assert!(rows(32), "{isa:?}");
             assert!(rows(365), "{isa:?}");
+        }
+    }
+
+    /// Batches of short rows that are not whole lines but follow one another in B (24 f32,
+    /// 96 bytes; 9 f64) are streamed as one range (`stream_joined_rows`): the model prices
+    /// them as streamed, the path runs for a plain copy into any B offset, and the values
+    /// are right. Rows shorter than a store block keep ordinary stores.
+    #[test]
+    fn batches_of_rows_that_follow_one_another_in_b_stream_joined() {
+        use std::sync::atomic::Ordering;
+        for isa in Isa::available() {
+            if isa == Isa::Scalar || cfg!(miri) {
+                continue;
+            }
+            for (n, dt) in [(24usize, DType::F32), (9, DType::F64), (17, DType::F32)] {
+                let a = Layout::row_major(&[12, 3, n]).unwrap();
+                let b = Layout::row_major(&[3, 12, n]).unwrap();
+                let opts = TransposeOptions {
+                    isa: Some(isa),
+                    threads: Some(1),
+                    streaming: Some(true),
+                    ..Default::default()
+                };
+                let p = TransposePlan::new(&[1, 0, 2], &a, &b, dt, &opts).unwrap();
+                assert_eq!(p.kernel(), KernelKind::Rows { n }, "{}", p.describe());
+                // (Rows of whole blocks stream row by row, their batches ordered by A.)
+                let whole = (n * dt.size_bytes()).is_multiple_of(kernel::stream_block(isa));
+                assert_eq!(p.joined_rows(), !whole, "{isa:?} {n} {}", p.describe());
+                assert!(p.stores_stream(), "{isa:?} {n}");
+                if !whole && dt == DType::F64 {
+                    let before = kernel::JOINED_BATCHES.load(Ordering::Relaxed);
+                    let src: Vec<f64> = (0..12 * 3 * n).map(|x| x as f64 - 7.0).collect();
+                    for off in [0, 1, 5] {
+                        run_into_offset_b(&p, &src, &[12, 3, n], &[1, 0, 2], 1.0, off);
+                    }
+                    assert!(kernel::JOINED_BATCHES.load(Ordering::Relaxed) >= before + 3);
+                }
+            }
+            // 12 f32 rows (48 bytes) are shorter than an AVX-512 line.
+            let a = Layout::row_major(&[12, 3, 12]).unwrap();
+            let b = Layout::row_major(&[3, 12, 12]).unwrap();
+            let opts = TransposeOptions {
+                isa: Some(isa),
+                streaming: Some(true),
+                ..Default::default()
+            };
+            let p = TransposePlan::new(&[1, 0, 2], &a, &b, DType::F32, &opts).unwrap();
+            if let KernelKind::Rows { .. } = p.kernel() {
+                assert_eq!(
+                    p.joined_rows(),
+                    isa == Isa::Avx2,
+                    "{isa:?} {}",
+                    p.describe()
+                );
+            }
         }
     }
 }

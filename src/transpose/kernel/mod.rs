@@ -673,6 +673,12 @@ thread_local! {
 pub(crate) static SEAM_LINES: std::sync::atomic::AtomicUsize =
     std::sync::atomic::AtomicUsize::new(0);
 
+/// Row batches streamed as one range ([`stream_joined_rows`]; tests check that their cases
+/// reach it).
+#[cfg(test)]
+pub(crate) static JOINED_BATCHES: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
 /// A streaming byte copy for `isa` (non-temporal stores on whole lines), if it has one.
 pub(crate) fn stream_copy(isa: Isa) -> Option<unsafe fn(*const u8, *mut u8, usize)> {
     #[cfg(target_arch = "x86_64")]
@@ -738,6 +744,62 @@ macro_rules! streaming_copies_for {
                 k += $line;
             }
             k
+        }
+
+        /// Copies `count` rows of `bytes` bytes that follow one another in `dst` (row `r`
+        /// from `src + r*sa` to `dst + r*bytes`; a batch of rows that are not whole blocks,
+        /// e.g. 24 f32): every whole block of the destination range is streamed, composed
+        /// from the one or two rows it covers, so that the lines are written in order and
+        /// never read; the partial blocks at the range's ends are copied.
+        ///
+        /// # Safety
+        /// The CPU has the feature; `bytes >= $line` and is a multiple of 4; each row
+        /// `src + r*sa .. + bytes` is readable, `dst .. dst + count*bytes` writable, and no
+        /// row overlaps the destination; the caller fences before the data is read by
+        /// another thread.
+        #[target_feature(enable = $feature)]
+        pub(crate) unsafe fn stream_joined_rows(
+            src: *const u8,
+            sa: isize,
+            dst: *mut u8,
+            count: usize,
+            bytes: usize,
+        ) {
+            debug_assert!(bytes >= $line && bytes.is_multiple_of(4));
+            let total = count * bytes;
+            let row = |r: usize| src.offset(r as isize * sa);
+            // Destination bytes `[from, to)`, a row's piece at a time.
+            let copy = |from: usize, to: usize| {
+                let mut k = from;
+                while k < to {
+                    let (r, o) = (k / bytes, k % bytes);
+                    let len = (bytes - o).min(to - k);
+                    std::ptr::copy_nonoverlapping(row(r).add(o), dst.add(k), len);
+                    k += len;
+                }
+            };
+            let head = (($line - (dst as usize) % $line) % $line).min(total);
+            copy(0, head);
+            let (mut r, mut o, mut k) = (head / bytes, head % bytes, head);
+            while k + $line <= total {
+                let s = row(r).add(o);
+                let left = bytes - o;
+                let v = if left >= $line {
+                    $loadu(s as *const $vec)
+                } else {
+                    // The row's last `left` bytes, then the next row's first ones (it
+                    // exists: the block ends inside the range).
+                    $join(s, left, row(r + 1))
+                };
+                $stream(dst.add(k) as *mut $vec, v);
+                k += $line;
+                o += $line;
+                if o >= bytes {
+                    o -= bytes;
+                    r += 1;
+                }
+            }
+            copy(k, total);
         }
 
         /// The grouped part of `stream_rows` without seams ([`super::ROW_GROUPS`]): copies
@@ -949,6 +1011,16 @@ macro_rules! simd_fn {
 /// The streaming copy of [`ROW_GROUPS`] row batches at once for `isa`, if it has one.
 pub(crate) fn stream_row_sets(isa: Isa) -> Option<StreamRowSetsFn> {
     simd_fn!(isa, stream_row_sets, StreamRowSetsFn)
+}
+
+/// A batch of rows that follow one another in B, streamed whole block by whole block:
+/// `(src, src_stride, dst, rows, bytes)`, byte strides (see `streaming_copies_for!`'s
+/// `stream_joined_rows`).
+pub(crate) type StreamJoinedRowsFn = unsafe fn(*const u8, isize, *mut u8, usize, usize);
+
+/// The joined-rows streaming copy of `isa`, if it has one.
+pub(crate) fn stream_joined_rows(isa: Isa) -> Option<StreamJoinedRowsFn> {
+    simd_fn!(isa, stream_joined_rows, StreamJoinedRowsFn)
 }
 
 /// The batched streaming row copy of `isa`, if it has one.

@@ -236,62 +236,75 @@ fn grouped_row_batches_match_reference() {
     }
 }
 
+/// `B = alpha * perm(A)` (`beta = 0`) with streaming stores forced, into a row-major B that
+/// starts `skip` elements past a 64-byte boundary: every element of B is checked against A,
+/// and nothing around B is written.
+fn streamed_into_offset_b<T: Element>(
+    dims: &[usize],
+    perm: &[usize],
+    isa: Isa,
+    alpha: f64,
+    threads: usize,
+    skip: usize,
+) {
+    let n: usize = dims.iter().product();
+    let a: Vec<T> = (0..n)
+        .map(|x| T::from_parts(x as f64, -(x as f64) * 0.5))
+        .collect();
+    let la = Layout::row_major(dims).unwrap();
+    let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+    let lb = Layout::row_major(&bd).unwrap();
+    let mut b = vec![T::from_f64(-1.0); n + 128];
+    let es = std::mem::size_of::<T>();
+    let off = skip
+        + (0..64)
+            .find(|k| (b.as_ptr() as usize + k * es).is_multiple_of(64))
+            .unwrap();
+    let opts = TransposeOptions {
+        threads: Some(threads),
+        parallel_min_bytes: Some(0),
+        isa: Some(isa),
+        streaming: Some(true),
+        ..Default::default()
+    };
+    let plan = TransposePlan::new(perm, &la, &lb, T::DTYPE, &opts).unwrap();
+    let av = StridedView::from_slice(&a, la.clone(), 0).unwrap();
+    let mut bv = StridedViewMut::from_slice(&mut b, lb, off).unwrap();
+    plan.execute(T::from_f64(alpha), &av, T::from_f64(0.0), &mut bv)
+        .unwrap();
+    for (lin, &got) in b[off..off + n].iter().enumerate() {
+        let (mut rem, mut src) = (lin, 0isize);
+        for k in (0..bd.len()).rev() {
+            src += (rem % bd[k]) as isize * la.strides()[perm[k]];
+            rem /= bd[k];
+        }
+        let want = a[src as usize] * T::from_f64(alpha);
+        assert_eq!(
+            got, want,
+            "{dims:?} {perm:?} {isa:?} +{skip}: element {lin}"
+        );
+    }
+    assert!(b[..off]
+        .iter()
+        .chain(&b[off + n..])
+        .all(|&x| x == T::from_f64(-1.0)));
+}
+
 /// Streamed row copies whose small batches are copied four units at a time (short rows one
 /// after another in A, into a line-aligned B): every element lands in its place, for unit
 /// counts with and without a remainder, every dtype and level, plain and scaled copies, on
 /// one and two threads.
 #[test]
 fn row_batches_of_several_units_match_reference() {
-    fn run<T: Element>(dims: [usize; 4], isa: Isa, alpha: f64, threads: usize) {
-        // B[c][b][a][d] = alpha * A[a][b][c][d]
-        let perm = [2usize, 1, 0, 3];
-        let n: usize = dims.iter().product();
-        let a: Vec<T> = (0..n)
-            .map(|x| T::from_parts(x as f64, -(x as f64) * 0.5))
-            .collect();
-        let la = Layout::row_major(&dims).unwrap();
-        let lb = Layout::row_major(&[dims[2], dims[1], dims[0], dims[3]]).unwrap();
-        let mut b = vec![T::from_f64(-1.0); n + 64];
-        let es = std::mem::size_of::<T>();
-        let off = (0..64)
-            .find(|k| (b.as_ptr() as usize + k * es).is_multiple_of(64))
-            .unwrap();
-        let opts = TransposeOptions {
-            threads: Some(threads),
-            parallel_min_bytes: Some(0),
-            isa: Some(isa),
-            streaming: Some(true),
-            ..Default::default()
-        };
-        let plan = TransposePlan::new(&perm, &la, &lb, T::DTYPE, &opts).unwrap();
-        let av = StridedView::from_slice(&a, la, 0).unwrap();
-        let mut bv = StridedViewMut::from_slice(&mut b, lb, off).unwrap();
-        plan.execute(T::from_f64(alpha), &av, T::from_f64(0.0), &mut bv)
-            .unwrap();
-        let [d0, d1, d2, d3] = dims;
-        for i0 in 0..d0 {
-            for i1 in 0..d1 {
-                for i2 in 0..d2 {
-                    for i3 in 0..d3 {
-                        let want = a[((i0 * d1 + i1) * d2 + i2) * d3 + i3] * T::from_f64(alpha);
-                        let got = b[off + ((i2 * d1 + i1) * d0 + i0) * d3 + i3];
-                        assert_eq!(got, want, "{dims:?} {isa:?} at {i0} {i1} {i2} {i3}");
-                    }
-                }
-            }
-        }
-        assert!(b[..off]
-            .iter()
-            .chain(&b[off + n..])
-            .all(|&x| x == T::from_f64(-1.0)));
-    }
     for dims in [[10, 7, 6, 32], [9, 5, 3, 64], [3, 1, 5, 16]] {
         for isa in Isa::available() {
             for (alpha, threads) in [(1.0, 1), (2.0, 1), (1.0, 2)] {
-                run::<f32>(dims, isa, alpha, threads);
-                run::<f64>(dims, isa, alpha, threads);
-                run::<Complex32>(dims, isa, alpha, threads);
-                run::<Complex64>(dims, isa, alpha, threads);
+                // B[c][b][a][d] = alpha * A[a][b][c][d]
+                let perm = [2, 1, 0, 3];
+                streamed_into_offset_b::<f32>(&dims, &perm, isa, alpha, threads, 0);
+                streamed_into_offset_b::<f64>(&dims, &perm, isa, alpha, threads, 0);
+                streamed_into_offset_b::<Complex32>(&dims, &perm, isa, alpha, threads, 0);
+                streamed_into_offset_b::<Complex64>(&dims, &perm, isa, alpha, threads, 0);
             }
         }
     }
@@ -303,63 +316,24 @@ fn row_batches_of_several_units_match_reference() {
 /// and level, plain and scaled copies, one and two threads; nothing outside B is written.
 #[test]
 fn joined_row_batches_match_reference() {
-    fn run<T: Element>(dims: [usize; 3], isa: Isa, alpha: f64, threads: usize, skip: usize) {
-        // B[b][a][r] = alpha * A[a][b][r]: B's rows of one `b` follow one another.
-        let perm = [1usize, 0, 2];
-        let n: usize = dims.iter().product();
-        let a: Vec<T> = (0..n)
-            .map(|x| T::from_parts(x as f64, -(x as f64) * 0.5))
-            .collect();
-        let la = Layout::row_major(&dims).unwrap();
-        let lb = Layout::row_major(&[dims[1], dims[0], dims[2]]).unwrap();
-        let mut b = vec![T::from_f64(-1.0); n + 128];
-        let es = std::mem::size_of::<T>();
-        let off = skip
-            + (0..64)
-                .find(|k| (b.as_ptr() as usize + k * es).is_multiple_of(64))
-                .unwrap();
-        let opts = TransposeOptions {
-            threads: Some(threads),
-            parallel_min_bytes: Some(0),
-            isa: Some(isa),
-            streaming: Some(true),
-            ..Default::default()
-        };
-        let plan = TransposePlan::new(&perm, &la, &lb, T::DTYPE, &opts).unwrap();
-        let av = StridedView::from_slice(&a, la, 0).unwrap();
-        let mut bv = StridedViewMut::from_slice(&mut b, lb, off).unwrap();
-        plan.execute(T::from_f64(alpha), &av, T::from_f64(0.0), &mut bv)
-            .unwrap();
-        let [d0, d1, d2] = dims;
-        for i0 in 0..d0 {
-            for i1 in 0..d1 {
-                for i2 in 0..d2 {
-                    let want = a[(i0 * d1 + i1) * d2 + i2] * T::from_f64(alpha);
-                    let got = b[off + (i1 * d0 + i0) * d2 + i2];
-                    assert_eq!(got, want, "{dims:?} {isa:?} +{skip} at {i0} {i1} {i2}");
-                }
-            }
-        }
-        assert!(b[..off]
-            .iter()
-            .chain(&b[off + n..])
-            .all(|&x| x == T::from_f64(-1.0)));
-    }
+    // B[b][a][r] = alpha * A[a][b][r]: B's rows of one `b` follow one another.
+    let perm = [1, 0, 2];
     // Rows of 17, 20, 24 and 33 f32 (68 to 132 bytes), 16 f32 (whole lines: only a
     // misaligned B takes the joined path), 9 and 24 f64, 5 complex f64.
     for (len, skip) in [(17, 0), (20, 3), (24, 0), (24, 5), (33, 7), (16, 2)] {
         for isa in Isa::available() {
             for (alpha, threads) in [(1.0, 1), (2.0, 1), (1.0, 2)] {
-                run::<f32>([20, 3, len], isa, alpha, threads, skip);
+                streamed_into_offset_b::<f32>(&[20, 3, len], &perm, isa, alpha, threads, skip);
             }
         }
     }
     for (len, skip) in [(9, 0), (9, 1), (24, 0), (24, 3), (5, 1)] {
         for isa in Isa::available() {
             for (alpha, threads) in [(1.0, 1), (1.0, 2), (-0.5, 2)] {
-                run::<f64>([13, 2, len], isa, alpha, threads, skip);
-                run::<Complex32>([13, 2, len], isa, alpha, threads, skip);
-                run::<Complex64>([7, 4, len], isa, alpha, threads, skip);
+                let d = [13, 2, len];
+                streamed_into_offset_b::<f64>(&d, &perm, isa, alpha, threads, skip);
+                streamed_into_offset_b::<Complex32>(&d, &perm, isa, alpha, threads, skip);
+                streamed_into_offset_b::<Complex64>(&[7, 4, len], &perm, isa, alpha, threads, skip);
             }
         }
     }

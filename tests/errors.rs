@@ -770,7 +770,7 @@ fn plan_rows() -> Vec<Row> {
                 ttgt::einsum_with("ij,jk,kl->il", &[a.view(), b.view(), c.view()], &o).map(drop)
             },
             |e| matches!(e, Error::InvalidPath(_)),
-            &["invalid contraction path: step 0 pairs positions (1, 1)"],
+            &["invalid contraction path: step 0 names position 1 twice in (1, 1)"],
         ),
         row(
             "path run on operands of other shapes",

@@ -243,10 +243,7 @@ fn parse_path(text: &str) -> CliResult<ttgt::plan::PathStrategy> {
              positions in numpy's notation such as '1,2;0,1' or '[(1, 2), (0, 1)]'"
         ))
     };
-    let body = text
-        .replace("'einsum_path'", "")
-        .replace("\"einsum_path\"", "")
-        .replace("einsum_path", "");
+    let body = text.replace("einsum_path", "").replace(['\'', '"'], "");
     if !body
         .chars()
         .all(|c| c.is_ascii_digit() || " ,;()[]".contains(c))

@@ -864,12 +864,12 @@ impl TransposePlan {
     }
 
     /// Whether a row copy's batches are rows that follow one another in B (`sb == n`), at
-    /// least one store block long but shorter than [`kernel::STREAM_ROW_MIN_BYTES`] and not
-    /// whole blocks (e.g. 24 f32, 96 bytes, in a ccsd(t) write-back): a streamed execution
-    /// writes each such batch as one range, every whole line composed from the rows it
-    /// covers (`kernel::stream_joined_rows`), where a row at a time could only copy these
-    /// rows with ordinary stores, which read every line first. Batches of whole-block rows
-    /// take the same path when B is not block-aligned.
+    /// least one store block long but shorter than [`kernel::STREAM_ROW_MIN_BYTES`]: a
+    /// streamed execution writes each such batch whose rows are not whole blocks (e.g. 24
+    /// f32, 96 bytes, in a ccsd(t) write-back) as one range, every whole line composed
+    /// from the rows it covers (`kernel::stream_joined_rows`), where a row at a time could
+    /// only copy these rows with ordinary stores, which read every line first. Batches of
+    /// whole-block rows take the same path when B is not block-aligned.
     fn joined_rows(&self) -> bool {
         let KernelKind::Rows { n } = self.kernel else {
             return false;
@@ -1515,6 +1515,13 @@ impl TransposePlan {
             }
             _ => None,
         };
+        // Plain streamed copies of row batches that follow one another in B.
+        let joined = match self.row_batch {
+            Some(d) if stream && sc.mode == kernel::COPY && self.joined_rows() => {
+                kernel::stream_joined_rows(self.isa).map(|f| (f, d))
+            }
+            _ => None,
+        };
         for _ in s..e {
             let (a0, b0) = (p.a.offset(oa), p.b.offset(ob));
             let next = ahead
@@ -1539,17 +1546,11 @@ impl TransposePlan {
                     // Rows that follow one another in B and are not whole aligned blocks:
                     // the batch streamed as one range ([`Self::joined_rows`]).
                     let line = kernel::stream_block(self.isa);
-                    let joined = match (stream, sc.mode, self.row_batch) {
-                        (true, kernel::COPY, Some(d))
-                            if len == n
-                                && self.joined_rows()
-                                && !((len * es as usize).is_multiple_of(line)
-                                    && (b0 as usize).is_multiple_of(line)) =>
-                        {
-                            kernel::stream_joined_rows(self.isa).map(|f| (f, d))
-                        }
-                        _ => None,
-                    };
+                    let joined = joined.filter(|_| {
+                        len == n
+                            && !((len * es as usize).is_multiple_of(line)
+                                && (b0 as usize).is_multiple_of(line))
+                    });
                     if let Some((f, d)) = joined {
                         // SAFETY (run): the batch's rows lie in A at `d.sa` apart and one
                         // after another in B (`d.sb == n`), `n` elements of at least one

@@ -59,7 +59,8 @@ pub fn run(args: &ContractArgs) -> CliResult<Outcome> {
         return crate::network_mode::run(&job.spec, &job.sizes, dtype, repeat, job.seed, args);
     }
     use ttgt::plan::PathStrategy;
-    match args.path_options()?.strategy {
+    let path_options = args.path_options()?;
+    match path_options.strategy {
         // numpy's explicit paths also name the one step of one or two operands: checked only.
         PathStrategy::Explicit(_) | PathStrategy::Numpy(_) if args.memory_limit.is_none() => {
             let shapes: Vec<Vec<usize>> = job
@@ -69,7 +70,7 @@ pub fn run(args: &ContractArgs) -> CliResult<Outcome> {
                 .map(|t| t.letters().iter().map(|c| job.sizes[c]).collect())
                 .collect();
             let refs: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
-            ttgt::einsum_path(&args.spec, &refs, &args.path_options()?)?;
+            ttgt::einsum_path(&args.spec, &refs, &path_options)?;
         }
         _ if args.path.is_some() || args.memory_limit.is_some() => {
             return Err(CliError::new(

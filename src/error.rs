@@ -93,12 +93,13 @@ pub enum Error {
         /// What the subscripts need ("need rank 3", "need rank at least 2").
         need: String,
     },
-    /// The same index bound to two different extents.
+    /// The same index bound to two different extents: within one operand (a diagonal), or
+    /// across operands where neither is 1 (an extent of 1 broadcasts, as in numpy).
     #[error("index '{label}' has extent {first_extent} in operand {first_operand} (axis {first_axis}) but {second_extent} in operand {second_operand} (axis {second_axis})")]
     ExtentMismatch {
         /// The index.
         label: char,
-        /// Operand where the index was first seen.
+        /// Operand where the index took its extent (the first where it is not 1).
         first_operand: usize,
         /// Axis in that operand.
         first_axis: usize,

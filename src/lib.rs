@@ -12,8 +12,9 @@
 //!
 //! Specs follow numpy's `einsum`: implicit outputs (`"ij,jk"`), batch indices
 //! (`"bij,bjk->bik"`), diagonals and traces (`"ii->i"`, `"ii"`), sums (`"ij->"`), outer
-//! products (`"i,j->ij"`) and `...` broadcasting. Operands are any ndarray arrays or views, with
-//! any strides (negative, zero, sliced). Errors are values of [`Error`]; nothing panics on user
+//! products (`"i,j->ij"`) and broadcasting (`...` dimensions, and any index of extent 1
+//! where other operands are larger, as numpy does). Operands are any ndarray arrays or views,
+//! with any strides (negative, zero, sliced). Errors are values of [`Error`]; nothing panics on user
 //! input.
 //!
 //! Layers (each depends only on those before it): [`einsum`] (parse, bind, classify) →
@@ -462,8 +463,8 @@ where
         einsum_unary_into(path.spec(), alpha, a, beta, c)?;
         return Ok(Vec::new());
     }
-    // Stretched `...` axes (extent 1) hold one value along their index: drop them, as the
-    // path did.
+    // Stretched axes (`...` dimensions or letters of extent 1 where other operands are
+    // larger) hold one value along their index: drop them, as the path did.
     let mut list: Vec<Operand<'_, T>> = operands
         .iter()
         .zip(path.stretched())

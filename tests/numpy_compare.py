@@ -4,10 +4,10 @@
 Usage: numpy_compare.py PATH_TO_TTGT_BINARY
 
 Generates random one- and two-operand specs (plus a few three-operand ones): batch indices,
-traces and diagonals, one-sided sums, outer products, `...` broadcasting, implicit outputs,
-extents 0..5. Operands are built as transposed, sliced or negative-stride numpy views and
-saved in C or Fortran order; all four element types are used, some cases mix them, some pass
---alpha/--beta/--c. Each result is compared with numpy.einsum (evaluated in double precision)
+traces and diagonals, one-sided sums, outer products, `...` broadcasting, named indices of
+extent 1 broadcast against larger ones, implicit outputs, extents 0..5. Operands are built as
+transposed, sliced or negative-stride numpy views and saved in C or Fortran order; all four
+element types are used, some cases mix them, some pass --alpha/--beta/--c. Each result is compared with numpy.einsum (evaluated in double precision)
 to a relative 1e-12 for float64/complex128 and 1e-5 for float32/complex64, relative to
 max(1, max|want|); the result's dtype must be numpy's. A few bad inputs must exit with
 status 2 and one line on stderr.
@@ -170,6 +170,18 @@ def gen_ellipsis(rng):
     return spec, [sa, sb]
 
 
+def gen_letter_broadcast(rng):
+    """Named indices at extent 1 in one operand and larger in another (numpy broadcasts them)."""
+    spec, shapes = gen_binary(rng, diagonal=rng.random() < 0.3)
+    terms = spec.split("->")[0].split(",")
+    for k, t in enumerate(terms):
+        other = terms[1 - k]
+        for c in set(t):
+            if c in other and rng.random() < 0.35:
+                shapes[k] = [1 if x == c else e for x, e in zip(t, shapes[k])]
+    return spec, shapes
+
+
 def gen_three(rng):
     ext = {c: extent(rng) for c in "ijkl"}
     spec = rng.choice(["ij,jk,kl->il", "ij,jk,kl", "i,ij,j->", "ij,ik,il->jkl"])
@@ -187,6 +199,9 @@ FIXED = [
     ("ij,ij->", [[3, 4], [3, 4]]),
     ("...ij,...jk->...ik", [[2, 1, 3, 4], [5, 4, 2]]),
     ("abcd,dbef->acef", [[2, 3, 4, 5], [5, 3, 2, 3]]),
+    ("bij,bjk->bik", [[1, 2, 4], [3, 4, 5]]),
+    ("ij,jk", [[2, 1], [3, 4]]),
+    ("ii,i->i", [[1, 1], [3]]),
 ]
 
 
@@ -199,7 +214,8 @@ def gen_spec(rng, n):
         (0.10, lambda: gen_binary(rng, implicit=True)),
         (0.13, lambda: gen_unary(rng)),
         (0.10, lambda: gen_outer(rng)),
-        (0.20, lambda: gen_ellipsis(rng)),
+        (0.14, lambda: gen_ellipsis(rng)),
+        (0.06, lambda: gen_letter_broadcast(rng)),
         (0.05, lambda: gen_three(rng)),
     ]
     r = rng.random()

@@ -780,6 +780,138 @@ fn check_ellipsis<T: Element>(case: &EllipsisCase) -> Result<(), TestCaseError> 
 }
 
 // ---------------------------------------------------------------------------------------
+// Named indices of extent 1 in some operands and larger in others (numpy broadcasts them).
+
+const LETTER_BROADCAST_SPECS: &[&str] = &[
+    "bij,bjk->bik",
+    "ij,jk->ik",
+    "ij,jk",
+    "ij,ij",
+    "ij,jk->ijk",
+    "ii,i->i",
+    "abc,cba->",
+    "abcd,dbef->acef",
+    "ij,ji->",
+    "...ij,bjk->b...ik",
+    "ab,bc,cd->ad",
+    "i,i,i->i",
+    "ijk,jkl,li->",
+];
+
+#[derive(Clone, Debug)]
+struct LetterBroadcastCase {
+    spec: &'static str,
+    /// Each operand's shape, with the stretched letters at extent 1.
+    dims: Vec<Vec<usize>>,
+    /// The same shapes with every letter at its full extent.
+    full: Vec<Vec<usize>>,
+    recipes: Vec<ViewRecipe>,
+    alpha: (f64, f64),
+    beta: (f64, f64),
+    seed: u64,
+}
+
+fn letter_broadcast_case() -> impl Strategy<Value = LetterBroadcastCase> {
+    (
+        0..LETTER_BROADCAST_SPECS.len(),
+        prop::collection::vec(extent(4), 26),
+        prop::collection::vec(prop::bool::weighted(0.35), 3 * 26),
+        1usize..=3,
+        prop::collection::vec(view_recipe(), 4),
+        scalar(),
+        scalar(),
+        any::<u64>(),
+    )
+        .prop_map(|(t, lext, stretch, batch, recipes, alpha, beta, seed)| {
+            let spec = LETTER_BROADCAST_SPECS[t];
+            let parsed = ttgt::einsum::parse(spec).expect("template parses");
+            let terms = parsed.inputs();
+            let index = |c: char| (c as u8 - b'a') as usize;
+            // A letter at extent 1 in every operand that holds it is simply of extent 1.
+            let full_extent = |l: usize| {
+                let kept = terms.iter().enumerate().any(|(k, t)| {
+                    t.letters().iter().any(|&c| index(c) == l) && !stretch[26 * k + l]
+                });
+                if kept {
+                    lext[l]
+                } else {
+                    1
+                }
+            };
+            let shape = |k: usize, term: &ttgt::einsum::Term, stretched: bool| {
+                let mut d: Vec<usize> = term
+                    .letters()
+                    .iter()
+                    .map(|&c| {
+                        let l = index(c);
+                        if stretched && stretch[26 * k + l] {
+                            1
+                        } else {
+                            full_extent(l)
+                        }
+                    })
+                    .collect();
+                if let Some(at) = term.ellipsis() {
+                    d.splice(at..at, [batch]);
+                }
+                d
+            };
+            LetterBroadcastCase {
+                spec,
+                dims: terms
+                    .iter()
+                    .enumerate()
+                    .map(|(k, t)| shape(k, t, true))
+                    .collect(),
+                full: terms
+                    .iter()
+                    .enumerate()
+                    .map(|(k, t)| shape(k, t, false))
+                    .collect(),
+                recipes,
+                alpha,
+                beta,
+                seed,
+            }
+        })
+}
+
+/// Every entry point on the stretched operands against the reference on the operands
+/// materialised at full extent (no broadcasting left), and the reference's own broadcasting
+/// against the same.
+fn check_letter_broadcast<T: Element>(case: &LetterBroadcastCase) -> Result<(), TestCaseError> {
+    let n = case.dims.len();
+    with_views::<T, _>(&case.dims, &case.recipes[..n], case.seed, |v| {
+        let full: Vec<ArrayD<T>> = v
+            .iter()
+            .zip(&case.full)
+            .map(|(x, d)| {
+                x.broadcast(IxDyn(d))
+                    .map(|b| b.to_owned())
+                    .ok_or_else(|| fail(format!("{:?} does not broadcast to {d:?}", x.shape())))
+            })
+            .collect::<Result<_, _>>()?;
+        let full_views: Vec<ArrayViewD<'_, T>> = full.iter().map(|x| x.view()).collect();
+        let want = reference(case.spec, &full_views)?;
+        let tol = Tol::new(case.spec, &full_views);
+        let owned: Vec<ArrayD<T>> = v.iter().map(|x| x.to_owned()).collect();
+        let stretched: Vec<ArrayViewD<'_, T>> = owned.iter().map(|x| x.view()).collect();
+        let by_reference = reference(case.spec, &stretched)?;
+        check_close("reference (stretched)", &by_reference.view(), &want, &tol).map_err(fail)?;
+        let (alpha, beta) = (scalar_of::<T>(case.alpha), scalar_of::<T>(case.beta));
+        let rc = &case.recipes[3];
+        let seed = case.seed ^ 0xB0A7;
+        match v {
+            [a, b] => run_binary(case.spec, a, b, rc, alpha, beta, seed),
+            _ => {
+                let got = ttgt::einsum(case.spec, v).map_err(|e| fail(format!("einsum: {e}")))?;
+                check_close("einsum (3 operands)", &got.view(), &want, &tol).map_err(fail)
+            }
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------------------
 // Three operands through `ttgt::einsum`.
 
 #[derive(Clone, Debug)]
@@ -910,6 +1042,14 @@ macro_rules! properties_for {
                 #[test]
                 fn ellipsis_broadcasting(case in ellipsis_case()) {
                     check_ellipsis::<$t>(&case)?;
+                }
+            }
+
+            proptest! {
+                #![proptest_config(config(128))]
+                #[test]
+                fn letter_broadcasting(case in letter_broadcast_case()) {
+                    check_letter_broadcast::<$t>(&case)?;
                 }
             }
 

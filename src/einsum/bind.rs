@@ -1,6 +1,6 @@
-//! Binding a [`Spec`] to operand shapes: rank checks, `...` broadcasting, one extent per
-//! index, overflow checks. The result, [`BoundSpec`], names every axis of every operand by a
-//! [`Label`].
+//! Binding a [`Spec`] to operand shapes: rank checks, broadcasting (`...` dimensions and
+//! letters of extent 1, as numpy does), one extent per index, overflow checks. The result,
+//! [`BoundSpec`], names every axis of every operand by a [`Label`].
 
 use std::collections::BTreeMap;
 
@@ -108,26 +108,53 @@ impl Spec {
             let labels = expand(t.letters(), t.ellipsis(), nb - w, w);
             for (axis, (&label, &ext)) in labels.iter().zip(shape.iter()).enumerate() {
                 match label {
-                    Label::Letter(c) => match origin.get(&label) {
-                        None => {
-                            origin.insert(label, (op, axis));
-                            extents.insert(label, ext);
-                        }
-                        Some(&(op0, axis0)) => {
-                            let e0 = extents[&label];
+                    Label::Letter(c) => {
+                        // Axes of one label within one operand (a diagonal) must agree.
+                        if let Some((a0, &e0)) = labels[..axis]
+                            .iter()
+                            .zip(shape.iter())
+                            .enumerate()
+                            .find(|(_, (&l, _))| l == label)
+                            .map(|(a, (_, e))| (a, e))
+                        {
                             if e0 != ext {
                                 return Err(Error::ExtentMismatch {
                                     label: c,
-                                    first_operand: op0,
-                                    first_axis: axis0,
+                                    first_operand: op,
+                                    first_axis: a0,
                                     first_extent: e0,
                                     second_operand: op,
                                     second_axis: axis,
                                     second_extent: ext,
                                 });
                             }
+                            continue;
                         }
-                    },
+                        // Across operands an extent of 1 broadcasts, as in numpy.
+                        match origin.get(&label) {
+                            None => {
+                                origin.insert(label, (op, axis));
+                                extents.insert(label, ext);
+                            }
+                            Some(&(op0, axis0)) => {
+                                let e0 = extents[&label];
+                                if e0 == 1 && ext != 1 {
+                                    origin.insert(label, (op, axis));
+                                    extents.insert(label, ext);
+                                } else if e0 != ext && ext != 1 {
+                                    return Err(Error::ExtentMismatch {
+                                        label: c,
+                                        first_operand: op0,
+                                        first_axis: axis0,
+                                        first_extent: e0,
+                                        second_operand: op,
+                                        second_axis: axis,
+                                        second_extent: ext,
+                                    });
+                                }
+                            }
+                        }
+                    }
                     Label::Broadcast(k) => {
                         let e0 = extents.entry(label).or_insert(1);
                         if ext != 1 {
@@ -218,13 +245,15 @@ impl BoundSpec {
     }
 
     /// Per operand and axis: whether the axis has extent 1 and is stretched (read with
-    /// stride 0) to a larger `...` extent.
+    /// stride 0) to the larger extent its index has in other operands (a `...` dimension,
+    /// or a letter: numpy broadcasts both).
     pub fn stretched(&self) -> &[Vec<bool>] {
         &self.stretched
     }
 
-    /// The operand's layout as the contraction reads it: stretched `...` axes get the
-    /// broadcast extent and stride 0.
+    /// The operand's layout as the contraction reads it: stretched axes (`...` dimensions or
+    /// letters of extent 1 where other operands are larger) get the broadcast extent and
+    /// stride 0.
     ///
     /// ```
     /// use ttgt::{einsum::parse, Layout};
@@ -301,6 +330,57 @@ mod tests {
                 second_operand: 1
             }
         ));
+    }
+
+    #[test]
+    fn letters_of_extent_one_broadcast_across_operands() {
+        let b = parse("bij,bjk->bik")
+            .unwrap()
+            .bind(&[&[1, 3, 4], &[5, 4, 2]])
+            .unwrap();
+        assert_eq!(b.output_shape(), vec![5, 3, 2]);
+        assert_eq!(b.stretched()[0], vec![true, false, false]);
+        assert_eq!(b.stretched()[1], vec![false, false, false]);
+        // A later operand may stretch too, and a summed index broadcasts like a kept one.
+        let b = parse("ij,jk,k")
+            .unwrap()
+            .bind(&[&[2, 1], &[3, 4], &[1]])
+            .unwrap();
+        assert_eq!(b.extent(Label::Letter('j')), 3);
+        assert_eq!(b.extent(Label::Letter('k')), 4);
+        assert_eq!(b.stretched()[2], vec![true]);
+        // 1 broadcasts to 0 as to any extent.
+        let b = parse("i,i->i").unwrap().bind(&[&[1], &[0]]).unwrap();
+        assert_eq!(b.output_shape(), vec![0]);
+        // Two extents other than 1 still disagree, naming the operand that set the extent.
+        let e = parse("ij,jk,kl")
+            .unwrap()
+            .bind(&[&[2, 1], &[3, 4], &[5, 6]])
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            Error::ExtentMismatch {
+                label: 'k',
+                first_operand: 1,
+                first_extent: 4,
+                second_operand: 2,
+                second_extent: 5,
+                ..
+            }
+        ));
+        // Within one operand (a diagonal) nothing broadcasts, as in numpy.
+        let e = parse("ii,i").unwrap().bind(&[&[1, 3], &[3]]).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::ExtentMismatch {
+                label: 'i',
+                first_operand: 0,
+                second_operand: 0,
+                ..
+            }
+        ));
+        let b = parse("ii,i->i").unwrap().bind(&[&[1, 1], &[3]]).unwrap();
+        assert_eq!(b.stretched()[0], vec![true, true]);
     }
 
     #[test]

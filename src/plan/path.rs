@@ -439,7 +439,7 @@ impl ContractionPath {
     /// assert_eq!(p.steps().len(), 2);
     /// ```
     pub fn new(bound: &BoundSpec, options: &PathOptions) -> Result<Self> {
-        // Labels as the path sees them: stretched `...` axes dropped, repeats kept.
+        // Labels as the path sees them: stretched axes dropped, repeats kept.
         let labels = per_axis(bound, |l, s| (!s).then_some(l));
         let n = labels.len();
         let index: BTreeMap<Label, usize> = bound
@@ -591,8 +591,9 @@ impl ContractionPath {
         &self.shapes
     }
 
-    /// Per operand and axis: whether the axis is a `...` axis of extent 1 stretched by
-    /// broadcasting (dropped before the first step).
+    /// Per operand and axis: whether the axis has extent 1 and is stretched by broadcasting
+    /// (a `...` dimension or a letter larger in another operand; dropped before the first
+    /// step).
     ///
     /// ```
     /// let p = ttgt::einsum_path("...i,...i,i", &[&[1, 3], &[4, 3], &[3]], &Default::default()).unwrap();

@@ -1,6 +1,8 @@
 //! Per-call time of small contractions, called from the main thread (outside any rayon
 //! pool, as most programs call a library) and from inside a 2-thread pool: the best of five
 //! rounds of 2000 `contract_into` calls each, in microseconds, one Markdown row per case.
+//! First, the time of the process's first contraction (8x8 matrices: planning, the thread
+//! pool's start and, where the problem needs one, the profile).
 //!
 //! `cargo run --release --example small_calls`
 use ndarray::ArrayD;
@@ -30,6 +32,19 @@ fn run(spec: &str, sa: Vec<usize>, sb: Vec<usize>, pool: &rayon::ThreadPool) -> 
 }
 
 fn main() -> ttgt::Result<()> {
+    let a = ArrayD::<f64>::from_elem(vec![8, 8], 1.0);
+    let t = Instant::now();
+    let c = ttgt::contract("ij,jk->ik", &a, &a)?;
+    let first = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let c2 = ttgt::contract("ij,jk->ik", &a, &a)?;
+    let second = t.elapsed().as_secs_f64();
+    assert_eq!((c[[0, 0]], c2[[0, 0]]), (8.0, 8.0));
+    println!(
+        "first call of the process: {:.2} ms (second: {:.1} us)\n",
+        first * 1e3,
+        second * 1e6
+    );
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(2)
         .build()

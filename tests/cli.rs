@@ -1243,3 +1243,32 @@ fn bench_networks_json() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no network selected"));
 }
+
+/// Without a stored profile, a contraction below `PROBE_MIN_BYTES` is planned with the
+/// provisional profile (no copy probe has run when its plan is explained); one above it
+/// probes first, and one of any size uses a stored profile.
+#[test]
+fn small_problems_plan_without_the_copy_probe() {
+    let dir = TempDir::new().unwrap();
+    let missing = dir.path().join("no-profile.json");
+    let run = |profile: &Path, sizes: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_ttgt"))
+            .args(["contract", "ij,jk->ik", "--sizes", sizes, "--repeat", "1"])
+            .arg("--explain")
+            .env("TTGT_PROFILE", profile)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        stdout(&o).contains("copy rates: provisional")
+    };
+    // 3 x 32 KiB of f64, and 3 x 2 MiB (6 MiB in all)
+    assert!(run(&missing, "i=64,j=64,k=64"));
+    assert!(!run(&missing, "i=512,j=512,k=512"));
+    let stored = dir.path().join("profile.json");
+    std::fs::write(
+        &stored,
+        ttgt::model::Profile::builtin(vec![10.0, 12.0]).to_json(),
+    )
+    .unwrap();
+    assert!(!run(&stored, "i=64,j=64,k=64"));
+}

@@ -24,6 +24,7 @@ pub use gett::{
     gett_work, GettBlocking, GettIndex, GettOrder, GettWork,
 };
 pub use profile::{
-    last_level_cache_bytes, machine_name, profile, set_profile, Profile, TransposeCoeffs,
+    is_provisional, last_level_cache_bytes, machine_name, profile, profile_for,
+    provisional_profile, set_profile, Profile, TransposeCoeffs, PROBE_MIN_BYTES,
 };
 pub use transpose::{predict_transpose, transpose_seconds};

@@ -421,6 +421,82 @@ pub fn profile() -> Profile {
     p
 }
 
+/// Bytes of operands and result (together) from which a contraction's plan waits for this
+/// machine's profile when none is loaded: the stored one, else the copy-bandwidth probe
+/// (some 40 ms on a 2-core host, once per process). Smaller problems run from the caches,
+/// where the DRAM copy rate does not decide their speed, and are planned with
+/// [`provisional_profile`] instead, so that a program's first small contraction does not
+/// pay for the probe.
+pub const PROBE_MIN_BYTES: usize = 4 << 20;
+
+/// Copy rate per thread (GB/s, read + written) of [`provisional_profile`].
+const PROVISIONAL_GBPS_PER_THREAD: f64 = 20.0;
+
+/// Threads past which [`provisional_profile`]'s copy rate stops growing.
+const PROVISIONAL_MAX_THREADS: usize = 8;
+
+/// The profile small problems are planned with while no profile is loaded and none is
+/// stored: the built-in factors and a fixed copy rate of 20 GB/s a thread up to 8 threads
+/// (not measured; the same in every process, so small problems get the same plans).
+///
+/// ```
+/// let p = ttgt::model::provisional_profile();
+/// assert_eq!(p.copy_gbps(1), 20.0);
+/// assert_eq!(p.copy_gbps(2), 40.0);
+/// assert!(!p.calibrated);
+/// ```
+pub fn provisional_profile() -> Profile {
+    static P: OnceLock<Profile> = OnceLock::new();
+    P.get_or_init(|| {
+        let max = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(2, 64);
+        Profile::builtin(
+            (1..=max)
+                .map(|t| PROVISIONAL_GBPS_PER_THREAD * t.min(PROVISIONAL_MAX_THREADS) as f64)
+                .collect(),
+        )
+    })
+    .clone()
+}
+
+/// The profile to plan a problem of `bytes` bytes (operands and result together) with: the
+/// loaded one if there is one; below [`PROBE_MIN_BYTES`] the stored one (which is then
+/// loaded) or else [`provisional_profile`], without probing; from it on, [`profile`].
+///
+/// ```
+/// use ttgt::model::{profile_for, PROBE_MIN_BYTES};
+/// let p = profile_for(1 << 10); // no probe for a kilobyte
+/// assert!(p.copy_gbps(1) > 0.0);
+/// assert!(profile_for(PROBE_MIN_BYTES).copy_gbps(1) > 0.0);
+/// ```
+pub fn profile_for(bytes: usize) -> Profile {
+    if let Some(p) = current().read().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        return p.clone();
+    }
+    if bytes >= PROBE_MIN_BYTES {
+        return profile();
+    }
+    match Profile::load() {
+        Some(p) => {
+            set_profile(p.clone());
+            p
+        }
+        None => provisional_profile(),
+    }
+}
+
+/// Whether a problem of `bytes` bytes would be planned with [`provisional_profile`] now (no
+/// profile loaded, none stored, below [`PROBE_MIN_BYTES`]).
+pub fn is_provisional(bytes: usize) -> bool {
+    bytes < PROBE_MIN_BYTES
+        && current()
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+        && Profile::load().is_none()
+}
+
 /// Loads the profile if no profile is loaded yet (which also sets its transposition store
 /// rule); a read lock when one is.
 pub(crate) fn ensure_loaded() {

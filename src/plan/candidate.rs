@@ -24,7 +24,7 @@ use crate::einsum::{BoundSpec, Label};
 use crate::error::{Error, Result};
 use crate::model::{
     gemm_coeffs_in, gemv_seconds, gett_blocking, gett_depth, gett_orient, gett_simd_available,
-    gett_work, predict_transpose, profile, GemmLayout, GemmLibrary, GettIndex, OperandSource,
+    gett_work, predict_transpose, profile_for, GemmLayout, GemmLibrary, GettIndex, OperandSource,
     Profile,
 };
 use crate::tensor::{DType, Layout};
@@ -288,6 +288,17 @@ impl Candidate {
         s += &format!(" [{}]", self.library);
         s
     }
+}
+
+/// Bytes of a contraction's operands (as the spec reads them) and result together: the size
+/// that decides whether its plan waits for this machine's profile
+/// ([`crate::model::profile_for`]).
+pub(crate) fn problem_bytes(preps: &[OperandPrep], c: &Layout, dtype: DType) -> usize {
+    preps
+        .iter()
+        .map(|p| p.layout.len())
+        .fold(c.len(), usize::saturating_add)
+        .saturating_mul(dtype.size_bytes())
 }
 
 /// What the enumeration needs to know about the contraction.
@@ -1152,7 +1163,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
     let mut pricer = Pricer {
         pb,
         threads,
-        profile: profile(),
+        profile: profile_for(problem_bytes(pb.preps, pb.c, pb.dtype)),
         memo: HashMap::new(),
         in_place: HashMap::new(),
         tiles: HashMap::new(),

@@ -1,13 +1,13 @@
 //! [`ContractionPlan`]: a spec bound to operand layouts, its candidates priced by the cost
 //! models, and the chosen one.
 
-use super::candidate::{enumerate, Candidate, Problem, StepCosts};
+use super::candidate::{enumerate, problem_bytes, Candidate, Problem, StepCosts};
 use super::groups::in_order_of;
 use super::options::{Epilogue, PlanOptions};
 use super::prepare::{prepare, OperandPrep};
 use crate::einsum::{parse, BoundSpec, Contraction, IndexKind, Label};
 use crate::error::{Error, Result};
-use crate::model::{gemm_coeffs, profile};
+use crate::model::{gemm_coeffs, profile_for};
 use crate::tensor::{DType, Layout};
 
 /// A planned contraction `C = alpha * A·B + beta * C` (or `C = alpha * op(A) + beta * C`).
@@ -228,7 +228,7 @@ impl ContractionPlan {
             None => {
                 let bytes =
                     (self.preps[0].layout.len() + 2 * self.c.len()) * self.dtype.size_bytes();
-                bytes as f64 / (profile().copy_gbps(self.threads) * 1e9)
+                bytes as f64 / (self.profile().copy_gbps(self.threads) * 1e9)
             }
         }
     }
@@ -270,10 +270,21 @@ impl ContractionPlan {
         self.measured.get(index).copied().flatten()
     }
 
+    /// Bytes of the operands (as the spec reads them) and the result together.
+    pub(crate) fn problem_bytes(&self) -> usize {
+        problem_bytes(&self.preps, &self.c, self.dtype)
+    }
+
+    /// The profile this plan's models read ([`crate::model::profile_for`] its size).
+    fn profile(&self) -> crate::model::Profile {
+        profile_for(self.problem_bytes())
+    }
+
     /// Whether the GEMM model of the chosen library comes from a calibration of this machine.
     pub fn gemm_model_calibrated(&self) -> bool {
-        self.chosen()
-            .is_none_or(|c| gemm_coeffs(&profile(), c.library, self.dtype, c.gemm_threads).measured)
+        self.chosen().is_none_or(|c| {
+            gemm_coeffs(&self.profile(), c.library, self.dtype, c.gemm_threads).measured
+        })
     }
 
     /// A printable report: the chosen candidate, each step with its predicted time, the

@@ -220,6 +220,13 @@ pub(crate) fn explain(plan: &ContractionPlan, times: Option<&StepTimes>) -> Stri
             "  (GEMM model: nominal rates; run `ttgt calibrate` for measured ones)"
         );
     }
+    if crate::model::is_provisional(plan.problem_bytes()) {
+        let _ = writeln!(
+            s,
+            "  (copy rates: provisional, not probed: problem below {} MiB and no stored profile)",
+            crate::model::PROBE_MIN_BYTES >> 20
+        );
+    }
     let others: Vec<(usize, &Candidate)> = plan
         .candidates
         .iter()

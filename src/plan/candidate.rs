@@ -367,6 +367,17 @@ fn matdim(labels: &[Label], axis_labels: &[Label], l: &Layout) -> (usize, isize)
 /// prices as scattered.
 const RUN_HEAD_LINES: usize = 2;
 
+/// Lines at the start of each contiguous run of a strided A or B block that
+/// [`access_penalty`] prices as scattered: past its first 2 KiB the hardware prefetcher
+/// streams a run. Measured on the Xeon host (f64, 2 threads, same profile, three alternated
+/// runs): tccg-6 and -8 read A packed with K outermost, whose 32 rows of 12 KiB per call lie
+/// 19 MB apart, in 1536 calls of 1536x24x32 at 0.56 and 0.64 of the same-size GEMM against
+/// 0.48 and 0.46 with the K-innermost pack the full price chose (its transposition is also
+/// the slower one); tccg-8 in f32 0.71 against 0.54. Runs of up to 2 KiB keep the full price
+/// (tccg-2, f64: 39-line rows kept its one-GEMM plan, which beat the loop of in-place calls
+/// that capping at 1 KiB chose).
+const RUN_STREAMED_AFTER_LINES: usize = 32;
+
 /// Extra seconds a GEMM call spends on an operand block that is not one contiguous run of
 /// memory: the lines of its short rows (or of every element, without a unit stride) are
 /// fetched one by one rather than streamed. Scattered lines are priced at a quarter of the
@@ -380,7 +391,7 @@ const RUN_HEAD_LINES: usize = 2;
 /// planner chose a 33 ms plan (f64: 16 ms over 10–12 ms plans). A and B keep the full price:
 /// the libraries pack them from each row in turn, and pricing their long runs at the head
 /// too picked loops of small in-place calls that ran slower (tccg-5, f64: 72×24×72 calls,
-/// 10.9 → 14.1 ms).
+/// 10.9 → 14.1 ms); only lines past [`RUN_STREAMED_AFTER_LINES`] in one run are free.
 fn access_penalty(
     rows: (usize, isize),
     cols: (usize, isize),
@@ -399,7 +410,7 @@ fn access_penalty(
         if head_only {
             lines.min(RUN_HEAD_LINES)
         } else {
-            lines
+            lines.min(RUN_STREAMED_AFTER_LINES)
         }
     };
     let scattered_lines = if cs.unsigned_abs() == 1 {
@@ -1449,11 +1460,17 @@ mod tests {
                 10.0
             ));
         }
-        // 384 rows of 384 f64 (48 lines each): half the 18432 lines, or nothing at the head
+        // 384 rows of 384 f64 (48 lines each): the first 32 lines of each, less half of all
+        // 18432 lines, or nothing at the head
         assert!(close(
             access_penalty((384, 98304), (384, 1), 1.0, 8, &p, false),
-            9216.0
+            384.0 * 32.0 - 9216.0
         ));
+        // rows of 192 lines: streamed past their first 32, so no more than half scattered
+        assert_eq!(
+            access_penalty((32, 2359296), (1536, 1), 1.0, 8, &p, false),
+            0.0
+        );
         assert_eq!(
             access_penalty((384, 98304), (384, 1), 1.0, 8, &p, true),
             0.0

@@ -52,7 +52,7 @@ trap 'rm -rf "$log_dir"' EXIT
 group backend::cpu::execute:: backend::cpu::gett::tests &
 second=$!
 status=0
-group transpose::plan:: transpose::strided:: transpose::inplace::tests tensor::view:: \
+group transpose::plan:: transpose::strided:: transpose::inplace::tests tensor::view:: tensor::alloc:: \
   backend::cpu::gett::pack:: backend::cpu::gemm::gemv:: || status=1
 wait "$second" || status=1
 cat "$log_dir"/transpose::plan::.log "$log_dir"/backend::cpu::execute::.log

@@ -16,7 +16,11 @@ const HUGE_PAGE: usize = 2 << 20;
 /// Zeroing them here instead was a single-threaded pass over the whole buffer: a first
 /// execution of tccg-8 (f64, a 604 MB packed A) spent 190-510 ms packing A against 43 ms
 /// once the workspace was pooled.
+#[cfg(not(miri))]
 const ZERO_PAGES_MIN_BYTES: usize = 32 << 20;
+/// Under Miri, small enough that the tests take the `alloc_zeroed` path.
+#[cfg(miri)]
+const ZERO_PAGES_MIN_BYTES: usize = 4 << 10;
 
 /// A zero-filled buffer of `n` elements, or [`Error::Allocation`] naming `what`.
 pub(crate) fn zeroed<T: Element>(n: usize, what: &str) -> Result<Vec<T>> {

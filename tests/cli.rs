@@ -1272,3 +1272,29 @@ fn small_problems_plan_without_the_copy_probe() {
     .unwrap();
     assert!(!run(&stored, "i=64,j=64,k=64"));
 }
+
+/// A spec that starts with '-' (`->`, a scalar to a scalar) is a spec, not an option; and
+/// a named index of extent 1 broadcasts against a larger one, as in numpy.
+#[test]
+fn hyphen_specs_and_broadcast_letters() {
+    let f = Files::new();
+    let x = f.put("x.npy", &ArrayD::from_elem(IxDyn(&[]), 2.5f64));
+    let out = s(&f.path("o.npy"));
+    ok(&["contract", "->", &x, "-o", &out]);
+    assert_eq!(read::<f64>(&out)[IxDyn(&[])], 2.5);
+    let a = values::<f64>(&[1, 2, 3], 1);
+    let b = values::<f64>(&[4, 3, 2], 2);
+    let (pa, pb) = (f.put("a.npy", &a), f.put("b.npy", &b));
+    ok(&["contract", "bij,bjk->bik", &pa, &pb, "-o", &out]);
+    let a0 = a.index_axis(ndarray::Axis(0), 0);
+    let want = ArrayD::from_shape_fn(IxDyn(&[4, 2, 2]), |ix| {
+        (0..3)
+            .map(|j| a0[[ix[1], j]] * b[[ix[0], j, ix[2]]])
+            .sum::<f64>()
+    });
+    assert_close(&read::<f64>(&out), &want, 1e-12);
+    let e = ttgt(&["contract", "bij,bjk->bik", &pb, &pb]);
+    assert_eq!(e.status.code(), Some(2));
+    let msg = "index 'j' has extent 2 in operand 0 (axis 2) but 3 in operand 1 (axis 1)";
+    assert!(stderr(&e).contains(msg), "{}", stderr(&e));
+}

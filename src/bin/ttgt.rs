@@ -112,7 +112,7 @@ enum Commands {
 pub struct ContractArgs {
     /// einsum spec in numpy's notation, e.g. 'ij,jk->ik', 'bij,bjk->bik', 'ii', '...ij,jk'
     /// (`...` broadcasting in file mode only).
-    #[arg(value_name = "SPEC")]
+    #[arg(value_name = "SPEC", allow_hyphen_values = true)]
     pub spec: String,
 
     /// Input operands as .npy files, one per operand of SPEC (file mode).

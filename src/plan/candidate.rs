@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-use super::groups::{by_stride, fuse, group, packed_layout, stride_of};
+use super::groups::{axes_of, by_stride, fuse_axes, packed_layout, stride_of};
 use super::options::{PlanOptions, DEFAULT_TILE_BYTES, WIDE_TILE_BYTES};
 use super::prepare::OperandPrep;
 use crate::einsum::{BoundSpec, Label};
@@ -336,15 +336,9 @@ fn dedup(opts: Vec<Vec<Label>>) -> Vec<Vec<Label>> {
 fn fused_suffix(order: &[Label], tensors: &[(&[Label], &Layout)]) -> Vec<Label> {
     for start in 0..=order.len() {
         let part = &order[start..];
-        let ok = tensors.iter().all(|(labels, layout)| {
-            let present: Vec<Label> = part
-                .iter()
-                .copied()
-                .filter(|l| labels.contains(l))
-                .collect();
-            let (d, s) = group(&present, labels, layout);
-            fuse(&d, &s).is_some()
-        });
+        let ok = tensors
+            .iter()
+            .all(|(labels, layout)| fuse_axes(axes_of(part, labels, layout)).is_some());
         if ok {
             return part.to_vec();
         }
@@ -354,13 +348,7 @@ fn fused_suffix(order: &[Label], tensors: &[(&[Label], &Layout)]) -> Vec<Label> 
 
 /// `(extent, stride)` of a fused group, or `(1, 0)` for none.
 fn matdim(labels: &[Label], axis_labels: &[Label], l: &Layout) -> (usize, isize) {
-    let present: Vec<Label> = labels
-        .iter()
-        .copied()
-        .filter(|x| axis_labels.contains(x))
-        .collect();
-    let (d, s) = group(&present, axis_labels, l);
-    fuse(&d, &s).unwrap_or((1, 0))
+    fuse_axes(axes_of(labels, axis_labels, l)).unwrap_or((1, 0))
 }
 
 /// Lines at the start of each contiguous run of a strided C block that [`access_penalty`]

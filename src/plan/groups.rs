@@ -8,22 +8,38 @@ use crate::tensor::Layout;
 /// Fuses a group of axes into one matrix dimension `(extent, stride)` when their strides
 /// nest (`s[i] == s[i+1] * d[i+1]`, size-1 axes ignored).
 pub(crate) fn fuse(dims: &[usize], strides: &[isize]) -> Option<(usize, isize)> {
-    let axes: Vec<(usize, isize)> = dims
-        .iter()
-        .zip(strides)
-        .filter(|(&d, _)| d != 1)
-        .map(|(&d, &s)| (d, s))
-        .collect();
-    let len: usize = axes.iter().map(|&(d, _)| d).product();
+    fuse_axes(dims.iter().copied().zip(strides.iter().copied()))
+}
+
+/// [`fuse`] over `(extent, stride)` pairs, outermost first, without collecting them.
+pub(crate) fn fuse_axes(axes: impl Iterator<Item = (usize, isize)>) -> Option<(usize, isize)> {
+    let mut len = 1usize;
+    let mut last: Option<isize> = None;
+    let mut nested = true;
+    for (d, s) in axes.filter(|&(d, _)| d != 1) {
+        len = len.saturating_mul(d);
+        if let Some(outer) = last {
+            nested &= outer == s * d as isize;
+        }
+        last = Some(s);
+    }
     if len == 0 {
         return Some((0, 1));
     }
-    for w in axes.windows(2) {
-        if w[0].1 != w[1].1 * w[1].0 as isize {
-            return None;
-        }
-    }
-    Some((len, axes.last().map_or(1, |&(_, s)| s)))
+    nested.then_some((len, last.unwrap_or(1)))
+}
+
+/// `(extent, stride)` of each of `labels` that a tensor whose axes carry `axis_labels` has,
+/// in `labels`' order (labels it lacks are skipped).
+pub(crate) fn axes_of<'a>(
+    labels: &'a [Label],
+    axis_labels: &'a [Label],
+    layout: &'a Layout,
+) -> impl Iterator<Item = (usize, isize)> + 'a {
+    labels.iter().filter_map(move |l| {
+        let i = axis_labels.iter().position(|x| x == l)?;
+        Some((layout.dims()[i], layout.strides()[i]))
+    })
 }
 
 /// Extents and strides of `labels` in a tensor whose axes carry `axis_labels` and `layout`.
@@ -97,5 +113,30 @@ mod tests {
         assert_eq!(fuse(&[3, 4], &[1, 3]), None);
         assert_eq!(fuse(&[], &[]), Some((1, 1)));
         assert_eq!(fuse(&[0, 5], &[5, 1]), Some((0, 1)));
+        // a zero extent anywhere empties the group, nested or not
+        assert_eq!(fuse(&[4, 0, 3], &[1, 7, 2]), Some((0, 1)));
+        // size-1 axes are skipped between nested ones; stride-0 axes nest only at the end
+        assert_eq!(fuse(&[2, 1, 3, 5], &[15, -4, 5, 1]), Some((30, 1)));
+        assert_eq!(fuse(&[2, 3], &[0, 0]), Some((6, 0)));
+        assert_eq!(fuse(&[2, 3], &[0, 1]), None);
+        assert_eq!(fuse(&[6, 1], &[-1, 8]), Some((6, -1)));
+    }
+
+    /// The labels a tensor has, in the order asked for, with their extents and strides.
+    #[test]
+    fn axes_of_a_group() {
+        let l = |c| Label::Letter(c);
+        let layout = Layout::new(vec![2, 3, 5], vec![15, 5, 1]).unwrap();
+        let labels = [l('a'), l('b'), l('c')];
+        let got: Vec<_> = axes_of(&[l('c'), l('x'), l('a')], &labels, &layout).collect();
+        assert_eq!(got, vec![(5, 1), (2, 15)]);
+        assert_eq!(
+            fuse_axes(axes_of(&[l('b'), l('c')], &labels, &layout)),
+            Some((15, 1))
+        );
+        assert_eq!(
+            fuse_axes(axes_of(&[l('c'), l('b')], &labels, &layout)),
+            None
+        );
     }
 }

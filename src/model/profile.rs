@@ -474,16 +474,17 @@ pub fn profile_for(bytes: usize) -> Profile {
     if let Some(p) = current().read().unwrap_or_else(|p| p.into_inner()).as_ref() {
         return p.clone();
     }
-    if bytes >= PROBE_MIN_BYTES {
-        return profile();
+    if bytes < PROBE_MIN_BYTES && none_stored() {
+        return provisional_profile();
     }
-    match Profile::load() {
-        Some(p) => {
-            set_profile(p.clone());
-            p
-        }
-        None => provisional_profile(),
-    }
+    profile()
+}
+
+/// Whether no valid profile is stored, looked up once per process (as [`profile`] loads the
+/// stored one once), so that small plans do not look for the file each time.
+fn none_stored() -> bool {
+    static NONE: OnceLock<bool> = OnceLock::new();
+    *NONE.get_or_init(|| Profile::load().is_none())
 }
 
 /// Whether a problem of `bytes` bytes would be planned with [`provisional_profile`] now (no
@@ -494,7 +495,7 @@ pub fn is_provisional(bytes: usize) -> bool {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .is_none()
-        && Profile::load().is_none()
+        && none_stored()
 }
 
 /// Loads the profile if no profile is loaded yet (which also sets its transposition store

@@ -1,6 +1,7 @@
 //! Every error class of `ttgt::Error`, one table row each: the variant, its fields and the
 //! key parts of the message (index letter, operand number, position, both sizes). No row may
-//! panic. Zero-size extents, by contrast, are not errors.
+//! panic. Zero-size extents, by contrast, are not errors. Then arbitrary specs on arbitrary
+//! shapes through every entry point: an error or the reference's result, never a panic.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -987,4 +988,132 @@ fn disjoint_views_of_one_buffer_are_not_errors() {
     let (a, mut c) = buf.multi_slice_mut((s![..2, ..], s![2.., ..]));
     ttgt::einsum_unary_into("ij->ij", 2.0, &a, 1.0, &mut c).expect("disjoint");
     assert_eq!(c, ndarray::arr2(&[[6.0, 9.0, 12.0], [15.0, 18.0, 21.0]]));
+}
+
+/// Operand shapes for `spec`: each term's letters get their extent from `ext` (a to d; the
+/// choice bytes `pick` sometimes make one 1, a broadcast, or give an operand a random
+/// shape), `...` a suffix of `ell`, any other character an extent of 2; `count` operands
+/// (more or fewer than the spec's terms now and then).
+fn shapes_for(spec: &str, ext: &[usize; 4], ell: &[usize], pick: &[u8]) -> Vec<Vec<usize>> {
+    let mut p = pick.iter().cycle().copied();
+    let mut next = move |n: u8| p.next().unwrap_or(0) % n;
+    let terms: Vec<&str> = spec.split("->").next().unwrap_or("").split(',').collect();
+    let count = match next(8) {
+        0 => 1 + next(3) as usize,
+        _ => terms.len().clamp(1, 4),
+    };
+    (0..count)
+        .map(|i| match terms.get(i) {
+            Some(t) if next(8) != 0 => {
+                let mut v = Vec::new();
+                let mut chars = t.chars();
+                while let Some(c) = chars.next() {
+                    match c {
+                        '.' => {
+                            chars.next();
+                            chars.next();
+                            let k = next(ell.len() as u8 + 1) as usize;
+                            v.extend_from_slice(&ell[ell.len() - k..]);
+                        }
+                        'a'..='d' => v.push(if next(10) == 0 {
+                            1
+                        } else {
+                            ext[c as usize - 'a' as usize]
+                        }),
+                        _ => v.push(2),
+                    }
+                }
+                v
+            }
+            _ => (0..next(5)).map(|_| next(4) as usize).collect(),
+        })
+        .collect()
+}
+
+/// Small integers, distinct enough that a wrong pairing of elements changes the result.
+fn ints(shape: &[usize]) -> ArrayD<f64> {
+    let mut q = 0usize;
+    ArrayD::from_shape_fn(IxDyn(shape), |_| {
+        q += 1;
+        ((q * 7) % 5) as f64 - 2.0
+    })
+}
+
+/// A spec: random characters from a pool that holds every piece of the grammar (and some
+/// that are not), or 1 to 3 terms of the letters a to d with an optional `...` and an
+/// optional explicit output.
+fn any_spec() -> impl Strategy<Value = String> {
+    let piece = prop::sample::select(vec![
+        "a", "b", "c", "i", "j", ".", "...", ",", "-", ">", "->", " ", "A", "Z", "0", "é",
+    ]);
+    let term = (prop::collection::vec(prop::sample::select(vec!['a', 'b', 'c', 'd']), 0..5))
+        .prop_flat_map(|letters| {
+            let n = letters.len();
+            (Just(letters), 0..=n, prop::bool::weighted(0.15))
+        })
+        .prop_map(|(letters, at, ell)| {
+            let mut t: String = letters.into_iter().collect();
+            if ell {
+                t.insert_str(at, "...");
+            }
+            t
+        });
+    prop_oneof![
+        prop::collection::vec(piece, 0..10).prop_map(|p| p.concat()),
+        (
+            prop::collection::vec(term.clone(), 1..4),
+            prop::option::weighted(0.7, term)
+        )
+            .prop_map(|(terms, out)| match out {
+                Some(o) => format!("{}->{o}", terms.join(",")),
+                None => terms.join(","),
+            }),
+    ]
+}
+
+use proptest::prelude::*;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Arbitrary specs on operands of arbitrary (mostly matching) shapes, zero extents and
+    /// broadcasts included: every entry point returns a result or an error, never panics;
+    /// `einsum` succeeds exactly when the reference loops do, with the same values.
+    #[test]
+    fn arbitrary_specs_error_or_agree_never_panic(
+        spec in any_spec(),
+        ext in prop::array::uniform4(0usize..4),
+        ell in prop::collection::vec(1usize..4, 0..3),
+        pick in prop::collection::vec(any::<u8>(), 1..24),
+        out_shape in prop::collection::vec(0usize..4, 0..4),
+    ) {
+        let shapes = shapes_for(&spec, &ext, &ell, &pick);
+        let ops: Vec<ArrayD<f64>> = shapes.iter().map(|s| ints(s)).collect();
+        let views: Vec<_> = ops.iter().map(|a| a.view()).collect();
+        let what = format!("{spec:?} on {shapes:?}");
+        let calls = catch_unwind(AssertUnwindSafe(|| {
+            let ours = ttgt::einsum(&spec, &views);
+            let want = ttgt::reference::einsum(&spec, &views);
+            let slices: Vec<&[usize]> = shapes.iter().map(|s| s.as_slice()).collect();
+            let _ = ttgt::einsum_path(&spec, &slices, &PathOptions::default());
+            let mut out = z(&out_shape);
+            if let [a, b] = ops.as_slice() {
+                let _ = ttgt::contract(&spec, a, b);
+                let _ = ttgt::contract_into(&spec, 2.0, a, b, 1.0, &mut out);
+                let layouts = [Layout::of(a), Layout::of(b)];
+                let _ = ContractionPlan::new(&spec, &layouts, &Layout::of(&out), DType::F64);
+            }
+            if let [a] = ops.as_slice() {
+                let _ = ttgt::einsum_unary(&spec, a);
+                let _ = ttgt::einsum_unary_into(&spec, 2.0, a, 1.0, &mut out);
+            }
+            (ours, want)
+        }));
+        let (ours, want) = calls.map_err(|_| TestCaseError::fail(format!("{what}: panicked")))?;
+        match (ours, want) {
+            (Ok(x), Ok(y)) => prop_assert_eq!(x, y, "{}", what),
+            (Err(_), Err(_)) => {}
+            (x, y) => prop_assert!(false, "{}: ttgt {:?}, reference {:?}", what, x.err(), y.err()),
+        }
+    }
 }

@@ -1,7 +1,9 @@
 //! A bounded cache of contraction plans keyed by spec, operand layouts, element type and
 //! options, so that a repeated `contract()` call plans once.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::contraction::ContractionPlan;

@@ -13,7 +13,7 @@
 //! group orders `[batch|M|K]` or `[batch|K|M]` etc., each GEMM library, serial or parallel
 //! independent loops) and prices each step with the transpose and GEMM models.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -446,7 +446,9 @@ struct Pricer<'a> {
     pb: &'a Problem<'a>,
     threads: usize,
     profile: Profile,
-    memo: HashMap<(u8, Vec<Label>), f64>,
+    /// Copy costs by target order, one map per `which` of [`Pricer::copy_cost`] (looked up
+    /// by slice, without building a key).
+    memo: [HashMap<Vec<Label>, f64>; 3],
     in_place: HashMap<Vec<Label>, Option<(InPlaceC, f64)>>,
     tiles: HashMap<TileKey, (Arc<TransposePlan>, f64)>,
 }
@@ -576,7 +578,7 @@ impl Pricer<'_> {
     /// Predicted seconds of copying `src` (axes `labels`) into the row-major `order` layout
     /// (`which`: 0 = A, 1 = B, 2 = the temporary into C).
     fn copy_cost(&mut self, which: u8, order: &[Label]) -> Result<f64> {
-        if let Some(&t) = self.memo.get(&(which, order.to_vec())) {
+        if let Some(&t) = self.memo[usize::from(which.min(2))].get(order) {
             return Ok(t);
         }
         let pb = self.pb;
@@ -606,7 +608,7 @@ impl Pricer<'_> {
                 t += runs as f64 * SHORT_ROW_SECONDS / plan.threads().max(1) as f64;
             }
         }
-        self.memo.insert((which, order.to_vec()), t);
+        self.memo[usize::from(which.min(2))].insert(order.to_vec(), t);
         Ok(t)
     }
 }
@@ -952,8 +954,6 @@ fn tiled_candidates(
     let packs_bytes = es
         * (ac.as_ref().map_or(0, |_| pa.prepared.len())
             + bc.as_ref().map_or(0, |_| pbp.prepared.len()));
-    // a copy, as `pricer` is borrowed mutably for the block plans below
-    let p = pricer.profile.clone();
     for set in sets {
         let rest = |g: &[Label]| -> Vec<Label> {
             g.iter().copied().filter(|l| !set.contains(l)).collect()
@@ -979,7 +979,14 @@ fn tiled_candidates(
                 reduce,
                 mnk: (m, n, k),
                 call,
-            } = geometry(pb, [mr, nr, ko], [&la, &lb, &lt], &tiles, resident, &p);
+            } = geometry(
+                pb,
+                [mr, nr, ko],
+                [&la, &lb, &lt],
+                &tiles,
+                resident,
+                &pricer.profile,
+            );
             let key = (
                 [ac.clone(), bc.clone()],
                 tiles.clone(),
@@ -1003,7 +1010,7 @@ fn tiled_candidates(
                 for &parallel in par_opts {
                     let gt = if parallel { 1 } else { threads };
                     let (plan, per_block) = pricer.tile_plan(&tiles, &order, gt)?;
-                    let per = call.seconds(&p, library, pb.dtype, threads, gt);
+                    let per = call.seconds(&pricer.profile, library, pb.dtype, threads, gt);
                     let waves = if parallel {
                         blocks.div_ceil(threads)
                     } else {
@@ -1163,9 +1170,9 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
         pb,
         threads,
         profile: profile_for(problem_bytes(pb.preps, pb.c, pb.dtype)),
-        memo: HashMap::new(),
-        in_place: HashMap::new(),
-        tiles: HashMap::new(),
+        memo: Default::default(),
+        in_place: HashMap::default(),
+        tiles: HashMap::default(),
     };
     // In-place write-backs are slower than out-of-place ones and their planning searches
     // swap sequences: offered only when the limit leaves no room for a temporary C.
@@ -1196,8 +1203,8 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
 
     let tile_bytes = options.tile_bytes.unwrap_or(DEFAULT_TILE_BYTES).max(1);
     let wide_bytes = options.tile_bytes.is_none().then_some(WIDE_TILE_BYTES);
-    let mut seen_tiles = HashSet::new();
-    let mut seen = HashSet::new();
+    let mut seen_tiles = HashSet::default();
+    let mut seen = HashSet::default();
     let mut all = Vec::new();
     let mut excluded = Vec::new();
     for mo in &m_opts {
@@ -1384,19 +1391,35 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
             all.push(c);
         }
     }
-    let by_time = |x: &Candidate, y: &Candidate| {
-        x.predicted
-            .total()
-            .total_cmp(&y.predicted.total())
-            .then(x.copies().cmp(&y.copies()))
-    };
-    all.sort_by(by_time);
-    excluded.sort_by(by_time);
+    let excluded_count = excluded.len();
+    let best_excluded = excluded
+        .into_iter()
+        .min_by(|x, y| by_time(&rank(x), &rank(y)));
     Ok(Enumeration {
-        excluded: excluded.len(),
-        best_excluded: excluded.into_iter().next(),
-        candidates: all,
+        excluded: excluded_count,
+        best_excluded,
+        candidates: sorted_by_time(all),
     })
+}
+
+/// What candidates are ranked by: predicted seconds, then fewer copies.
+fn rank(c: &Candidate) -> (f64, usize) {
+    (c.predicted.total(), c.copies())
+}
+
+fn by_time(x: &(f64, usize), y: &(f64, usize)) -> std::cmp::Ordering {
+    x.0.total_cmp(&y.0).then(x.1.cmp(&y.1))
+}
+
+/// `v` in the order of [`rank`], ties in their order in `v`. The keys are sorted, not the
+/// candidates: a candidate is 656 bytes, and sorting hundreds of them moved each one
+/// a dozen times (a tenth of planning time).
+fn sorted_by_time(v: Vec<Candidate>) -> Vec<Candidate> {
+    let mut keys: Vec<((f64, usize), usize)> =
+        v.iter().enumerate().map(|(i, c)| (rank(c), i)).collect();
+    keys.sort_by(|x, y| by_time(&x.0, &y.0).then(x.1.cmp(&y.1)));
+    let mut slots: Vec<Option<Candidate>> = v.into_iter().map(Some).collect();
+    keys.iter().filter_map(|&(_, i)| slots[i].take()).collect()
 }
 
 #[cfg(test)]

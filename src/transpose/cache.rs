@@ -1,7 +1,9 @@
 //! A bounded cache of heuristic transposition plans keyed by permutation, layouts, element
 //! type and options, so repeated one-shot calls do not re-plan.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::plan::{TransposeOptions, TransposePlan};

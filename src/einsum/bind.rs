@@ -49,7 +49,20 @@ pub struct BoundSpec {
     inputs: Vec<Vec<Label>>,
     output: Vec<Label>,
     extents: BTreeMap<Label, usize>,
+    /// The extents of the letters a-z, A-Z (0 where absent), a copy of `extents` that
+    /// [`BoundSpec::extent`] reads without a tree search (the planner asks for extents some
+    /// hundred thousand times a plan).
+    letters: [usize; 52],
     stretched: Vec<Vec<bool>>,
+}
+
+/// The slot of a letter in [`BoundSpec`]'s `letters`.
+fn letter_slot(c: char) -> Option<usize> {
+    match c {
+        'a'..='z' => Some(c as usize - 'a' as usize),
+        'A'..='Z' => Some(26 + c as usize - 'A' as usize),
+        _ => None,
+    }
 }
 
 impl Spec {
@@ -191,11 +204,21 @@ impl Spec {
             .collect();
         let out = self.output();
         let output = expand(out.letters(), out.ellipsis(), 0, nb);
+        let mut letters = [0; 52];
+        for (&l, &e) in &extents {
+            if let Some(i) = match l {
+                Label::Letter(c) => letter_slot(c),
+                Label::Broadcast(_) => None,
+            } {
+                letters[i] = e;
+            }
+        }
         let bound = BoundSpec {
             spec: self.clone(),
             inputs,
             output,
             extents,
+            letters,
             stretched,
         };
         bound.check_sizes()?;
@@ -236,7 +259,13 @@ impl BoundSpec {
 
     /// Extent of a label (0 for a label not in the spec).
     pub fn extent(&self, label: Label) -> usize {
-        self.extents.get(&label).copied().unwrap_or(0)
+        match label {
+            Label::Letter(c) => match letter_slot(c) {
+                Some(i) => self.letters[i],
+                None => self.extents.get(&label).copied().unwrap_or(0),
+            },
+            Label::Broadcast(_) => self.extents.get(&label).copied().unwrap_or(0),
+        }
     }
 
     /// Shape of the output.
@@ -412,6 +441,26 @@ mod tests {
             })
         ));
         assert_eq!(s.bind(&[&[2, 3]]).unwrap().output_shape(), vec![2, 3]);
+    }
+
+    /// `extent` reads letters from the table and `...` dimensions from the map: both agree
+    /// with `extents()`, at both ends of the alphabet, and an absent label has extent 0.
+    #[test]
+    fn extent_table_matches_the_map() {
+        let b = parse("aZ...z,zAa->...A")
+            .unwrap()
+            .bind(&[&[2, 3, 5, 7, 11], &[11, 13, 2]])
+            .unwrap();
+        assert_eq!(b.extents().len(), 6);
+        for (&l, &e) in b.extents() {
+            assert_eq!(b.extent(l), e, "{l}");
+        }
+        assert_eq!(b.extent(Label::Letter('A')), 13);
+        assert_eq!(b.extent(Label::Letter('Z')), 3);
+        assert_eq!(b.extent(Label::Broadcast(1)), 7);
+        assert_eq!(b.extent(Label::Letter('q')), 0);
+        assert_eq!(b.extent(Label::Broadcast(5)), 0);
+        assert_eq!(b.extent(Label::Letter('é')), 0);
     }
 
     #[test]

@@ -31,6 +31,16 @@ use crate::tensor::{DType, Layout};
 use crate::transpose::inplace::{InPlaceOptions, InPlacePlan};
 use crate::transpose::{KernelKind, TransposeOptions, TransposePlan, STREAM_MIN_BYTES};
 
+/// A list of index labels, shared: the candidates of one choice of index orders hold the
+/// same lists, and cloning one is a reference count, not an allocation (planning made
+/// several thousand label vectors a plan before).
+///
+/// ```
+/// let l: ttgt::plan::Labels = vec![].into();
+/// assert!(l.is_empty());
+/// ```
+pub type Labels = Arc<[Label]>;
+
 /// The family a candidate belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CandidateKind {
@@ -109,9 +119,9 @@ pub struct InPlaceC {
 pub struct TiledC {
     /// Labels iterated over blocks, by decreasing stride in C: every batch label and a set
     /// of M and N labels (see `block_sets`). One value of these is one block.
-    pub loops: Vec<Label>,
+    pub loops: Labels,
     /// Axes of the block buffer, row-major, outermost first: the other output labels.
-    pub order: Vec<Label>,
+    pub order: Labels,
     /// Elements of one block.
     pub block_len: usize,
     /// The transposition of one block buffer into its block of C (on one thread when the
@@ -130,12 +140,12 @@ impl TiledC {
 #[derive(Clone, Debug)]
 pub struct Candidate {
     /// Pack A into a row-major buffer with these axes, outermost first (`None`: use A as is).
-    pub a_pack: Option<Vec<Label>>,
+    pub a_pack: Option<Labels>,
     /// Pack B likewise.
-    pub b_pack: Option<Vec<Label>>,
+    pub b_pack: Option<Labels>,
     /// The GEMM writes a row-major temporary with these axes, then it is transposed into C
     /// (`None`: the GEMM writes C).
-    pub c_temp: Option<Vec<Label>>,
+    pub c_temp: Option<Labels>,
     /// The GEMM writes C's memory in another order, permuted in place afterwards.
     pub c_in_place: Option<InPlaceC>,
     /// The GEMM writes C block by block into a cached buffer, each block transposed into C
@@ -143,17 +153,17 @@ pub struct Candidate {
     /// of one block, and `parallel` says whether blocks run on rayon threads.
     pub c_tiles: Option<TiledC>,
     /// Labels fused into the GEMM's rows, outermost first.
-    pub m: Vec<Label>,
+    pub m: Labels,
     /// Labels fused into the GEMM's columns.
-    pub n: Vec<Label>,
+    pub n: Labels,
     /// Labels fused into the GEMM's inner dimension.
-    pub k: Vec<Label>,
+    pub k: Labels,
     /// Independent loops around the GEMM (batch indices and free indices that do not fuse),
     /// outermost first.
-    pub loops: Vec<Label>,
+    pub loops: Labels,
     /// Batch-reduce loops (contracted indices that do not fuse), accumulating into one C
     /// block: the first call applies beta, the others add.
-    pub reduce: Vec<Label>,
+    pub reduce: Labels,
     /// Whether the independent loops run on rayon threads (each GEMM single-threaded).
     pub parallel: bool,
     /// GEMM library.
@@ -622,11 +632,7 @@ impl Pricer<'_> {
 const SHORT_ROW_SECONDS: f64 = 9e-9;
 
 /// The layout of an operand as the GEMM sees it: packed row-major in `order`, or as it is.
-fn operand_layout(
-    order: &Option<Vec<Label>>,
-    prep: &OperandPrep,
-    pb: &Problem<'_>,
-) -> Result<Layout> {
+fn operand_layout(order: &Option<Labels>, prep: &OperandPrep, pb: &Problem<'_>) -> Result<Layout> {
     match order {
         Some(o) => packed_layout(o, &prep.kept, |l| pb.bound.extent(l)),
         None => Ok(prep.prepared.clone()),
@@ -884,7 +890,7 @@ struct TileSpace<'a> {
     /// Batch, M, N and K labels in the orders of this choice.
     groups: [&'a [Label]; 4],
     /// A's and B's packed orders (`None`: used as they are).
-    packs: [&'a Option<Vec<Label>>; 2],
+    packs: [&'a Option<Labels>; 2],
     libs: &'a [GemmLibrary],
     tile_bytes: usize,
     /// A second, larger bound whose largest blocks are offered too (`None`: only
@@ -897,13 +903,7 @@ struct TileSpace<'a> {
 
 /// Identity of a tiled candidate before the library and parallelism choices: packs, block
 /// labels, block order, GEMM groups, inner loops.
-type TiledKey = (
-    [Option<Vec<Label>>; 2],
-    Vec<Label>,
-    Vec<Label>,
-    [Vec<Label>; 3],
-    Vec<Label>,
-);
+type TiledKey = ([Option<Labels>; 2], Labels, Labels, [Labels; 3], Labels);
 
 /// Adds the tiled write-back candidates of one choice of group orders and packs: blocks are
 /// the values of every batch label and of a set of M and N labels from [`block_sets`] (a
@@ -965,9 +965,10 @@ fn tiled_candidates(
             continue;
         }
         let tiles: Vec<Label> = batch.iter().chain(&set).copied().collect();
-        let tiles = by_stride(&tiles, out, pb.c);
+        let tiles: Labels = by_stride(&tiles, out, pb.c).into();
         let blocks = prod(&tiles);
         for order in [[mr, nr].concat(), [nr, mr].concat()] {
+            let order: Labels = order.into();
             let lt = packed_layout(&order, out, ext)?;
             // the block buffer stays in cache when it is at most half the L2
             let resident = block_len * es <= RESIDENT_BLOCK_BYTES;
@@ -987,6 +988,8 @@ fn tiled_candidates(
                 resident,
                 &pricer.profile,
             );
+            let [gm, gn, gk, inner, reduce]: [Labels; 5] =
+                [gm.into(), gn.into(), gk.into(), inner.into(), reduce.into()];
             let key = (
                 [ac.clone(), bc.clone()],
                 tiles.clone(),
@@ -1091,8 +1094,7 @@ fn gett_candidate(
     } else {
         (&pb.m, &pb.n)
     };
-    let pick =
-        |g: &[Label], order: &[usize]| -> Vec<Label> { order.iter().map(|&i| g[i]).collect() };
+    let pick = |g: &[Label], order: &[usize]| -> Labels { order.iter().map(|&i| g[i]).collect() };
     let prod = |g: &[Label]| g.iter().map(|&l| ext(l)).product::<usize>();
     let batches = prod(&pb.batch);
     let (ms, ns, ks) = (prod(&pb.m), prod(&pb.n), prod(&pb.k));
@@ -1119,8 +1121,8 @@ fn gett_candidate(
         m: pick(rows, &o.m),
         n: pick(cols, &o.n),
         k: pick(&pb.k, &o.k),
-        loops: pb.batch.clone(),
-        reduce: Vec::new(),
+        loops: pb.batch.as_slice().into(),
+        reduce: Labels::from([]),
         parallel: threads > 1,
         library: GemmLibrary::Native,
         gemm_threads: threads,
@@ -1210,18 +1212,11 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
     for mo in &m_opts {
         for no in &n_opts {
             for ko in &k_opts {
-                let a_choices = [
-                    None,
-                    Some([&batch[..], mo, ko].concat()),
-                    Some([&batch[..], ko, mo].concat()),
-                ];
-                let b_choices = [
-                    None,
-                    Some([&batch[..], ko, no].concat()),
-                    Some([&batch[..], no, ko].concat()),
-                ];
-                let mn = [&batch[..], mo, no].concat();
-                let nm = [&batch[..], no, mo].concat();
+                let order = |g: [&[Label]; 3]| -> Option<Labels> { Some(g.concat().into()) };
+                let a_choices = [None, order([&batch, mo, ko]), order([&batch, ko, mo])];
+                let b_choices = [None, order([&batch, ko, no]), order([&batch, no, ko])];
+                let mn: Labels = [&batch[..], mo, no].concat().into();
+                let nm: Labels = [&batch[..], no, mo].concat().into();
                 let mut c_choices = vec![
                     (None, false),
                     (Some(mn.clone()), false),
@@ -1231,8 +1226,18 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                     c_choices.push((Some(mn), true));
                     c_choices.push((Some(nm), true));
                 }
+                // the layouts the GEMM sees, once per choice
+                let c_layouts = c_choices
+                    .iter()
+                    .map(|(cc, _)| match cc {
+                        Some(o) => packed_layout(o, out, ext),
+                        None => Ok(pb.c.clone()),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
                 for ac in &a_choices {
+                    let la = operand_layout(ac, pa, pb)?;
                     for bc in &b_choices {
+                        let lb = operand_layout(bc, pbp, pb)?;
                         tiled_candidates(
                             &mut pricer,
                             &TileSpace {
@@ -1249,13 +1254,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                             &mut all,
                             &mut excluded,
                         )?;
-                        for (cc, in_place) in &c_choices {
-                            let la = operand_layout(ac, pa, pb)?;
-                            let lb = operand_layout(bc, pbp, pb)?;
-                            let lc = match cc {
-                                Some(o) => packed_layout(o, out, ext)?,
-                                None => pb.c.clone(),
-                            };
+                        for ((cc, in_place), lc) in c_choices.iter().zip(&c_layouts) {
                             let Geometry {
                                 gm,
                                 gn,
@@ -1267,13 +1266,15 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                             } = geometry(
                                 pb,
                                 [mo, no, ko],
-                                [&la, &lb, &lc],
+                                [&la, &lb, lc],
                                 &batch,
                                 false,
                                 &pricer.profile,
                             );
                             let mut loops = batch.clone();
                             loops.extend(free);
+                            let [gm, gn, gk, loops, reduce]: [Labels; 5] =
+                                [gm.into(), gn.into(), gk.into(), loops.into(), reduce.into()];
                             let ip = match (cc, in_place, &c_phys) {
                                 (Some(o), true, Some(phys)) => match pricer.in_place(o, phys)? {
                                     Some(x) => Some(x),

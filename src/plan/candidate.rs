@@ -891,11 +891,12 @@ struct TileSpace<'a> {
     groups: [&'a [Label]; 4],
     /// A's and B's packed orders (`None`: used as they are).
     packs: [&'a Option<Labels>; 2],
+    /// A's and B's layouts as the GEMM sees them (packed or as they are).
+    layouts: [&'a Layout; 2],
+    /// The sets of M and N labels whose values are blocks ([`tile_block_sets`]).
+    sets: &'a [Vec<Label>],
     libs: &'a [GemmLibrary],
     tile_bytes: usize,
-    /// A second, larger bound whose largest blocks are offered too (`None`: only
-    /// `tile_bytes`).
-    wide_bytes: Option<usize>,
     prepare_cost: f64,
     sums_bytes: usize,
     limit: usize,
@@ -904,6 +905,34 @@ struct TileSpace<'a> {
 /// Identity of a tiled candidate before the library and parallelism choices: packs, block
 /// labels, block order, GEMM groups, inner loops.
 type TiledKey = ([Option<Labels>; 2], Labels, Labels, [Labels; 3], Labels);
+
+/// The sets of M and N labels (`free`) whose values are the blocks of tiled write-backs:
+/// those of [`block_sets`] under `tile_bytes`, and under `wide_bytes` too when given; none
+/// when C is at most four blocks of `tile_bytes` (no tiled candidate is offered then). They
+/// depend on the M and N orders only, so they are found once per choice of orders, not for
+/// every choice of packs.
+fn tile_block_sets(
+    pb: &Problem<'_>,
+    free: &[Label],
+    tile_bytes: usize,
+    wide_bytes: Option<usize>,
+) -> Vec<Vec<Label>> {
+    let es = pb.dtype.size_bytes();
+    let c_len = pb.c.len();
+    if c_len == 0 || c_len.saturating_mul(es) <= tile_bytes.saturating_mul(4) {
+        return Vec::new();
+    }
+    let ext = |l: Label| pb.bound.extent(l);
+    let mut sets = block_sets(free, &ext, tile_bytes / es);
+    if let Some(w) = wide_bytes {
+        for s in block_sets(free, &ext, w / es) {
+            if !sets.contains(&s) {
+                sets.push(s);
+            }
+        }
+    }
+    sets
+}
 
 /// Adds the tiled write-back candidates of one choice of group orders and packs: blocks are
 /// the values of every batch label and of a set of M and N labels from [`block_sets`] (a
@@ -930,17 +959,7 @@ fn tiled_candidates(
         return Ok(());
     }
     let prod = |ls: &[Label]| ls.iter().map(|&l| ext(l)).product::<usize>();
-    let free: Vec<Label> = mo.iter().chain(no).copied().collect();
-    let mut sets = block_sets(&free, &ext, sp.tile_bytes / es);
-    if let Some(w) = sp.wide_bytes {
-        for s in block_sets(&free, &ext, w / es) {
-            if !sets.contains(&s) {
-                sets.push(s);
-            }
-        }
-    }
-    let la = operand_layout(ac, pa, pb)?;
-    let lb = operand_layout(bc, pbp, pb)?;
+    let [la, lb] = sp.layouts;
     let mut costs = StepCosts {
         prepare: sp.prepare_cost,
         ..Default::default()
@@ -954,7 +973,7 @@ fn tiled_candidates(
     let packs_bytes = es
         * (ac.as_ref().map_or(0, |_| pa.prepared.len())
             + bc.as_ref().map_or(0, |_| pbp.prepared.len()));
-    for set in sets {
+    for set in sp.sets {
         let rest = |g: &[Label]| -> Vec<Label> {
             g.iter().copied().filter(|l| !set.contains(l)).collect()
         };
@@ -964,7 +983,7 @@ fn tiled_candidates(
         if block_len * es < sp.tile_bytes / 64 {
             continue;
         }
-        let tiles: Vec<Label> = batch.iter().chain(&set).copied().collect();
+        let tiles: Vec<Label> = batch.iter().chain(set).copied().collect();
         let tiles: Labels = by_stride(&tiles, out, pb.c).into();
         let blocks = prod(&tiles);
         for order in [[mr, nr].concat(), [nr, mr].concat()] {
@@ -983,7 +1002,7 @@ fn tiled_candidates(
             } = geometry(
                 pb,
                 [mr, nr, ko],
-                [&la, &lb, &lt],
+                [la, lb, &lt],
                 &tiles,
                 resident,
                 &pricer.profile,
@@ -1226,6 +1245,8 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                     c_choices.push((Some(mn), true));
                     c_choices.push((Some(nm), true));
                 }
+                let free: Vec<Label> = mo.iter().chain(no).copied().collect();
+                let tile_sets = tile_block_sets(pb, &free, tile_bytes, wide_bytes);
                 // the layouts the GEMM sees, once per choice
                 let c_layouts = c_choices
                     .iter()
@@ -1243,9 +1264,10 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                             &TileSpace {
                                 groups: [&batch, mo, no, ko],
                                 packs: [ac, bc],
+                                layouts: [&la, &lb],
+                                sets: &tile_sets,
                                 libs: &libs,
                                 tile_bytes,
-                                wide_bytes,
                                 prepare_cost,
                                 sums_bytes,
                                 limit,

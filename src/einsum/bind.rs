@@ -56,11 +56,11 @@ pub struct BoundSpec {
     stretched: Vec<Vec<bool>>,
 }
 
-/// The slot of a letter in [`BoundSpec`]'s `letters`.
-fn letter_slot(c: char) -> Option<usize> {
-    match c {
-        'a'..='z' => Some(c as usize - 'a' as usize),
-        'A'..='Z' => Some(26 + c as usize - 'A' as usize),
+/// The slot of a label in [`BoundSpec`]'s `letters` (`None` for `...` dimensions).
+fn letter_slot(label: Label) -> Option<usize> {
+    match label {
+        Label::Letter(c @ 'a'..='z') => Some(c as usize - 'a' as usize),
+        Label::Letter(c @ 'A'..='Z') => Some(26 + c as usize - 'A' as usize),
         _ => None,
     }
 }
@@ -206,10 +206,7 @@ impl Spec {
         let output = expand(out.letters(), out.ellipsis(), 0, nb);
         let mut letters = [0; 52];
         for (&l, &e) in &extents {
-            if let Some(i) = match l {
-                Label::Letter(c) => letter_slot(c),
-                Label::Broadcast(_) => None,
-            } {
+            if let Some(i) = letter_slot(l) {
                 letters[i] = e;
             }
         }
@@ -259,12 +256,9 @@ impl BoundSpec {
 
     /// Extent of a label (0 for a label not in the spec).
     pub fn extent(&self, label: Label) -> usize {
-        match label {
-            Label::Letter(c) => match letter_slot(c) {
-                Some(i) => self.letters[i],
-                None => self.extents.get(&label).copied().unwrap_or(0),
-            },
-            Label::Broadcast(_) => self.extents.get(&label).copied().unwrap_or(0),
+        match letter_slot(label) {
+            Some(i) => self.letters[i],
+            None => self.extents.get(&label).copied().unwrap_or(0),
         }
     }
 

@@ -588,7 +588,8 @@ impl Pricer<'_> {
     /// Predicted seconds of copying `src` (axes `labels`) into the row-major `order` layout
     /// (`which`: 0 = A, 1 = B, 2 = the temporary into C).
     fn copy_cost(&mut self, which: u8, order: &[Label]) -> Result<f64> {
-        if let Some(&t) = self.memo[usize::from(which.min(2))].get(order) {
+        let slot = usize::from(which.min(2));
+        if let Some(&t) = self.memo[slot].get(order) {
             return Ok(t);
         }
         let pb = self.pb;
@@ -618,7 +619,7 @@ impl Pricer<'_> {
                 t += runs as f64 * SHORT_ROW_SECONDS / plan.threads().max(1) as f64;
             }
         }
-        self.memo[usize::from(which.min(2))].insert(order.to_vec(), t);
+        self.memo[slot].insert(order.to_vec(), t);
         Ok(t)
     }
 }
@@ -906,14 +907,14 @@ struct TileSpace<'a> {
 /// labels, block order, GEMM groups, inner loops.
 type TiledKey = ([Option<Labels>; 2], Labels, Labels, [Labels; 3], Labels);
 
-/// The sets of M and N labels (`free`) whose values are the blocks of tiled write-backs:
+/// The sets of M and N labels (in the orders `mo`, `no`) whose values are the blocks of tiled write-backs:
 /// those of [`block_sets`] under `tile_bytes`, and under `wide_bytes` too when given; none
 /// when C is at most four blocks of `tile_bytes` (no tiled candidate is offered then). They
 /// depend on the M and N orders only, so they are found once per choice of orders, not for
 /// every choice of packs.
 fn tile_block_sets(
     pb: &Problem<'_>,
-    free: &[Label],
+    [mo, no]: [&[Label]; 2],
     tile_bytes: usize,
     wide_bytes: Option<usize>,
 ) -> Vec<Vec<Label>> {
@@ -923,9 +924,10 @@ fn tile_block_sets(
         return Vec::new();
     }
     let ext = |l: Label| pb.bound.extent(l);
-    let mut sets = block_sets(free, &ext, tile_bytes / es);
+    let free = [mo, no].concat();
+    let mut sets = block_sets(&free, &ext, tile_bytes / es);
     if let Some(w) = wide_bytes {
-        for s in block_sets(free, &ext, w / es) {
+        for s in block_sets(&free, &ext, w / es) {
             if !sets.contains(&s) {
                 sets.push(s);
             }
@@ -954,8 +956,8 @@ fn tiled_candidates(
     let [batch, mo, no, ko] = sp.groups;
     let [ac, bc] = sp.packs;
     let (pa, pbp) = (&pb.preps[0], &pb.preps[1]);
-    let c_len = pb.c.len();
-    if c_len == 0 || c_len.saturating_mul(es) <= sp.tile_bytes.saturating_mul(4) {
+    // no block sets: C is too small to tile (`tile_block_sets`)
+    if sp.sets.is_empty() {
         return Ok(());
     }
     let prod = |ls: &[Label]| ls.iter().map(|&l| ext(l)).product::<usize>();
@@ -1245,8 +1247,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                     c_choices.push((Some(mn), true));
                     c_choices.push((Some(nm), true));
                 }
-                let free: Vec<Label> = mo.iter().chain(no).copied().collect();
-                let tile_sets = tile_block_sets(pb, &free, tile_bytes, wide_bytes);
+                let tile_sets = tile_block_sets(pb, [mo, no], tile_bytes, wide_bytes);
                 // the layouts the GEMM sees, once per choice
                 let c_layouts = c_choices
                     .iter()

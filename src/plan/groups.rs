@@ -5,13 +5,9 @@ use crate::einsum::Label;
 use crate::error::Result;
 use crate::tensor::Layout;
 
-/// Fuses a group of axes into one matrix dimension `(extent, stride)` when their strides
-/// nest (`s[i] == s[i+1] * d[i+1]`, size-1 axes ignored).
-pub(crate) fn fuse(dims: &[usize], strides: &[isize]) -> Option<(usize, isize)> {
-    fuse_axes(dims.iter().copied().zip(strides.iter().copied()))
-}
-
-/// [`fuse`] over `(extent, stride)` pairs, outermost first, without collecting them.
+/// Fuses a group of axes, `(extent, stride)` pairs outermost first, into one matrix
+/// dimension `(extent, stride)` when their strides nest (`s[i] == s[i+1] * d[i+1]`, size-1
+/// axes ignored); a zero extent gives `(0, 1)`.
 pub(crate) fn fuse_axes(axes: impl Iterator<Item = (usize, isize)>) -> Option<(usize, isize)> {
     let mut len = 1usize;
     let mut last: Option<isize> = None;
@@ -105,6 +101,10 @@ pub(crate) fn stride_of(label: Label, labels: &[Label], l: &Layout) -> isize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn fuse(dims: &[usize], strides: &[isize]) -> Option<(usize, isize)> {
+        fuse_axes(dims.iter().copied().zip(strides.iter().copied()))
+    }
 
     #[test]
     fn fusion_rule() {

@@ -18,7 +18,7 @@ mod prepare;
 pub use cache::{cached_contraction_plan, CONTRACTION_CACHE_CAPACITY};
 pub use candidate::{Candidate, CandidateKind, GettRun, InPlaceC, Labels, StepCosts, TiledC};
 pub use contraction::ContractionPlan;
-pub(crate) use groups::{fuse, group, packed_layout, stride_of};
+pub(crate) use groups::{axes_of, fuse_axes, packed_layout, stride_of};
 pub use options::{Epilogue, PlanOptions, PlanTuning, DEFAULT_TILE_BYTES, WIDE_TILE_BYTES};
 pub use path::{
     ContractionPath, PathOptions, PathStep, PathStrategy, AUTO_OPTIMAL_MAX_OPERANDS,

@@ -8,7 +8,8 @@ use super::gett::{gett, Dim, KernelChoice, Problem as GettProblem};
 use crate::einsum::Label;
 use crate::error::{Error, Result};
 use crate::plan::{
-    group, packed_layout, stride_of, Candidate, ContractionPlan, Epilogue, OperandPrep, TiledC,
+    axes_of, fuse_axes, packed_layout, stride_of, Candidate, ContractionPlan, Epilogue,
+    OperandPrep, TiledC,
 };
 use crate::tensor::{
     spans_overlap, take_aligned, zeroed, Element, Layout, StridedView, StridedViewMut, Workspace,
@@ -126,8 +127,7 @@ fn matdim(
     axis_labels: &[crate::einsum::Label],
     l: &Layout,
 ) -> Result<(usize, isize)> {
-    let (d, s) = group(labels, axis_labels, l);
-    crate::plan::fuse(&d, &s)
+    fuse_axes(axes_of(labels, axis_labels, l))
         .ok_or_else(|| Error::PlanMismatch("index group does not fuse (planner bug)".into()))
 }
 

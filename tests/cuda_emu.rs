@@ -499,8 +499,13 @@ fn async_copy_od_kernels() {
     ] {
         assert!(all.get(f).copied().unwrap_or(0) >= 10, "{f}: {all:?}");
     }
-    // No register-staged OD plan when the asynchronous kernels are asked for.
-    assert!(all.keys().all(|f| !f.starts_with("ttgt_od_")), "{all:?}");
+    // No register-staged OD plan when the asynchronous kernels are asked for, except for
+    // 2x2 blocks of f64 (32 bytes; cp.async copies at most 16).
+    assert!(
+        all.keys()
+            .all(|f| !f.starts_with("ttgt_od_") || f == "ttgt_od_q64"),
+        "{all:?}"
+    );
 }
 
 #[test]

@@ -420,12 +420,12 @@ impl Device {
     }
 
     /// Which types move in 2x2 blocks where the layouts allow
-    /// ([`TtlgOptions::micro_blocks`]; f32 by default).
+    /// ([`TtlgOptions::micro_blocks`]; f32 and f64 by default).
     ///
     /// ```no_run
     /// # #[cfg(feature = "cuda")] {
     /// use ttgt::backend::cuda::{device::Device, ttlg::MicroBlocks};
-    /// assert_eq!(Device::new(0).unwrap().micro_blocks(), MicroBlocks::F32);
+    /// assert_eq!(Device::new(0).unwrap().micro_blocks(), MicroBlocks::All);
     /// # }
     /// ```
     pub fn micro_blocks(&self) -> MicroBlocks {

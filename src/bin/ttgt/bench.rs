@@ -209,7 +209,7 @@ pub struct TransposeArgs {
     #[arg(long, value_name = "SCHEMA")]
     pub schema: Option<String>,
     /// With --backend cuda: which types move in 2x2 blocks where their layouts allow: off,
-    /// f32 (the default) or all (f32 and f64).
+    /// f32, or all (f32 and f64, the default).
     #[arg(long, value_name = "TYPES")]
     pub micro_blocks: Option<String>,
     /// With --backend cuda: Orthogonal-Distinct with asynchronous global-to-shared copies

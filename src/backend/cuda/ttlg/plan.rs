@@ -47,12 +47,15 @@ pub struct TtlgOptions {
     /// Use 64-bit index arithmetic even when 32 bits would do (tests of the i64 kernels).
     pub force_index64: bool,
     /// Which types move in 2x2 blocks where their fastest dims differ and the layouts allow
-    /// it ([`GpuProblem::micro_blocked`]; default f32 only; for comparisons: `ttgt bench
+    /// it ([`GpuProblem::micro_blocked`]; default f32 and f64; for comparisons: `ttgt bench
     /// transpose --backend cuda --micro-blocks off|f32|all`).
     pub micro_blocks: MicroBlocks,
     /// Run Orthogonal-Distinct with the asynchronous-copy kernels (`ttgt_oda_*`: cp.async,
     /// GPUs of compute capability 8.0 and later; elements of at most 16 bytes) instead of
-    /// the register-staged ones. Off by default (not yet timed on a GPU).
+    /// the register-staged ones (2x2 blocks of f64, 32 bytes, keep the register-staged
+    /// kernels: `cp.async` copies at most 16 bytes). Off by default: on an H200 they were slower than the
+    /// register-staged 2x2-block kernels (720 permutations in f32: 0.835 against 0.849 of
+    /// copy bandwidth; TTC f32 0.728 against 0.802).
     pub async_copies: bool,
 }
 
@@ -159,6 +162,26 @@ fn schemas_for(p: &GpuProblem) -> Vec<Schema> {
     }
 }
 
+/// Whether the 2x2-block form of a transposition is ranked before the element-wise form
+/// ([`TtlgPlan::ranked`]); `same_schema`: Alg. 1 gives both forms the same schemas.
+///
+/// Measured on an H200 (`docs/CUDA.md`, "2x2 blocks measured"): where halving the fastest
+/// dims tips f32 from Orthogonal-Distinct to Orthogonal-Arbitrary (TTC cases 34, 35, 37,
+/// 39 and 50), measured tuning chose the blocked Orthogonal-Arbitrary plan every time,
+/// at 0.70-0.83 of copy bandwidth against 0.49-0.61 for the element-wise plan the model
+/// ranked first. In f64 it went both ways (blocked for 34 and 37, element-wise for 35
+/// and 39; the blocked f64 OA kernels spill 28-120 bytes of registers), so f64 keeps the
+/// schema rule.
+///
+/// ```
+/// use ttgt::backend::cuda::ttlg::blocked_first;
+/// assert!(blocked_first(ttgt::DType::F32, false) && blocked_first(ttgt::DType::F64, true));
+/// assert!(!blocked_first(ttgt::DType::F64, false));
+/// ```
+pub fn blocked_first(dtype: DType, same_schema: bool) -> bool {
+    same_schema || dtype == DType::F32
+}
+
 fn candidates(p: &GpuProblem, schema: Schema, props: &DeviceProps) -> Vec<Slice> {
     match schema {
         Schema::OrthogonalDistinct => od_candidates(p),
@@ -202,10 +225,10 @@ impl TtlgPlan {
     /// measurement settles what it cannot tell apart).
     ///
     /// Where a transposition can move in 2x2 blocks ([`GpuProblem::micro_blocked`])
-    /// there are two forms of the problem. The blocked form is preferred when TTLG's Alg. 1
-    /// gives it the schema of the element-wise form (halved fastest dims can tip it from OD
-    /// to OA, and the paper's model, fitted on one element width, cannot weigh element
-    /// widths); the other form is kept otherwise. Each form's candidates are ranked by the
+    /// there are two forms of the problem. The blocked form is preferred for f32 always,
+    /// and for f64 when TTLG's Alg. 1 gives it the schema of the element-wise form (halved
+    /// fastest dims can tip it from OD to OA, and the paper's model, fitted on one element
+    /// width, cannot weigh element widths): see [`blocked_first`]. Each form's candidates are ranked by the
     /// model; the list holds the preferred form's best first and then alternates, giving the
     /// other form up to a third of the places (at least one when `k >= 2`), so that measured
     /// tuning also times the other form.
@@ -248,7 +271,7 @@ impl TtlgPlan {
             None
         };
         let (first, second) = match micro {
-            Some(m) if schemas_of(&m) == schemas_of(&base) => (m, Some(base)),
+            Some(m) if blocked_first(dtype, schemas_of(&m) == schemas_of(&base)) => (m, Some(base)),
             Some(m) => (base, Some(m)),
             None => (base, None),
         };
@@ -500,9 +523,10 @@ impl TtlgPlan {
     ///
     /// ```
     /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};
-    /// let (a, b) = (ttgt::Layout::row_major(&[40, 50]).unwrap(), ttgt::Layout::row_major(&[50, 40]).unwrap());
+    /// let (a, b) = (ttgt::Layout::row_major(&[64, 96]).unwrap(), ttgt::Layout::row_major(&[96, 64]).unwrap());
     /// let p = TtlgPlan::new(&[1, 0], &a, &b, ttgt::DType::F32, false, &DeviceProps::nominal(), &TtlgOptions::default()).unwrap();
     /// assert!(p.describe().starts_with("orthogonal-distinct"));
+    /// assert!(p.describe().contains("2x2 blocks"));
     /// ```
     pub fn describe(&self) -> String {
         let p = &self.problem;

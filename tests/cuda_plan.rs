@@ -47,6 +47,54 @@ fn schema_decisions_follow_alg1() {
 }
 
 #[test]
+fn fvi_match_small_blocks_give_the_warps_whole_turns() {
+    // The FS kernel hands a brick's b rows to its 8 warps in turns: b is a multiple of 8,
+    // or the whole larger dim, or any b when that dim is below 8. Every FS plan of the
+    // 720 permutations of 16^6 and of the TTC set, in f32 and f64.
+    let mut seen = 0;
+    let mut check = |p: &TtlgPlan| {
+        if p.schema != Schema::FviMatchSmall {
+            return;
+        }
+        seen += 1;
+        let b = p.slice.input.block;
+        let (i1, o1) = (p.problem.in_order[1], p.problem.out_order[1]);
+        let nmax = p.problem.dims[i1].n.max(p.problem.dims[o1].n);
+        assert_eq!(b, p.slice.output.block);
+        assert!(
+            nmax < 8 || b.is_multiple_of(8) || b == nmax,
+            "b = {b}, extents up to {nmax}: {}",
+            p.describe()
+        );
+    };
+    let mut perm = vec![0usize, 1, 2, 3, 4, 5];
+    let sizes = [16usize; 6];
+    loop {
+        for dtype in [DType::F32, DType::F64] {
+            check(&plan(&perm, &sizes, dtype, true));
+        }
+        // Next permutation in lexicographic order.
+        let Some(i) = (0..5).rev().find(|&i| perm[i] < perm[i + 1]) else {
+            break;
+        };
+        let j = (i + 1..6).rev().find(|&j| perm[j] > perm[i]).unwrap();
+        perm.swap(i, j);
+        perm[i + 1..].reverse();
+    }
+    for c in ttgt::bench::parse_ttc(ttgt::bench::TTC_TSV).unwrap() {
+        for dtype in [DType::F32, DType::F64] {
+            check(&plan(&c.perm, &c.sizes, dtype, true));
+        }
+    }
+    assert!(seen >= 200, "{seen} FS plans");
+    // ttc-13 in f32 (widened to 8-byte elements, N0 = 20 of them): b = 8, where the model
+    // alone picked 12 (0.76 of copy on an H200 against 0.88 for b = 8).
+    let p = plan(&[2, 1, 0, 3], &[96, 75, 96, 80], DType::F32, true);
+    assert_eq!(p.schema, Schema::FviMatchSmall, "{}", p.describe());
+    assert_eq!(p.slice.input.block, 8, "{}", p.describe());
+}
+
+#[test]
 fn slices_are_warp_multiples_and_model_ranked() {
     // 27^5 as in TTLG's Fig. 5, with a permutation that fuses nothing.
     let sizes = [27usize; 5];

@@ -148,11 +148,12 @@ impl<'d> TransposeBench<'d> {
         let same = matches!(&self.input, Some((s, d, _)) if *s == case.sizes && *d == T::DTYPE);
         if !same {
             self.input = None; // free the old input first
-            let mut k = 0usize;
-            let a = ArrayD::<T>::from_shape_fn(IxDyn(&case.sizes), |_| {
-                k += 1;
-                T::from_f64((k % 7) as f64 + 1.0)
-            });
+                               // 1, 2, ..., 7, 1, ... in row-major order (a flat fill: the tables' largest
+                               // inputs hold 50 M elements, and every second of set-up is device time).
+            let n: usize = case.sizes.iter().product();
+            let data: Vec<T> = (1..=n).map(|k| T::from_f64((k % 7) as f64 + 1.0)).collect();
+            let a = ArrayD::from_shape_vec(IxDyn(&case.sizes), data)
+                .map_err(|e| Error::Layout(e.to_string()))?;
             let da = dev.upload(&a)?;
             self.input = Some((case.sizes.clone(), T::DTYPE, Box::new(da)));
         }

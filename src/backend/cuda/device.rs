@@ -606,10 +606,18 @@ impl Device {
         a: &ArrayBase<S, D>,
     ) -> Result<DeviceTensor<T>> {
         let layout = Layout::row_major(a.shape())?;
-        let host: Vec<T> = a.iter().copied().collect();
+        // A row-major contiguous array goes as it is; any other is gathered in logical order.
+        let gathered: Vec<T>;
+        let host: &[T] = match a.as_slice() {
+            Some(s) => s,
+            None => {
+                gathered = a.iter().copied().collect();
+                &gathered
+            }
+        };
         let buf = self
             .stream
-            .clone_htod(as_bytes(&host))
+            .clone_htod(as_bytes(host))
             .map_err(gpu("copying to the device"))?;
         Ok(DeviceTensor {
             buf,

@@ -147,9 +147,10 @@ impl<'d> TransposeBench<'d> {
         let dev = self.dev;
         let same = matches!(&self.input, Some((s, d, _)) if *s == case.sizes && *d == T::DTYPE);
         if !same {
-            self.input = None; // free the old input first
-                               // 1, 2, ..., 7, 1, ... in row-major order (a flat fill: the tables' largest
-                               // inputs hold 50 M elements, and every second of set-up is device time).
+            // Free the old input first. The new one holds 1, 2, ..., 7, 1, ... in row-major
+            // order, filled flat (the tables' largest inputs hold 50 M elements, and every
+            // second of set-up is device time).
+            self.input = None;
             let n: usize = case.sizes.iter().product();
             let data: Vec<T> = (1..=n).map(|k| T::from_f64((k % 7) as f64 + 1.0)).collect();
             let a = ArrayD::from_shape_vec(IxDyn(&case.sizes), data)

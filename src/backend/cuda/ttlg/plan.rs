@@ -53,9 +53,9 @@ pub struct TtlgOptions {
     /// Run Orthogonal-Distinct with the asynchronous-copy kernels (`ttgt_oda_*`: cp.async,
     /// GPUs of compute capability 8.0 and later; elements of at most 16 bytes) instead of
     /// the register-staged ones (2x2 blocks of f64, 32 bytes, keep the register-staged
-    /// kernels: `cp.async` copies at most 16 bytes). Off by default: on an H200 they were slower than the
-    /// register-staged 2x2-block kernels (720 permutations in f32: 0.835 against 0.849 of
-    /// copy bandwidth; TTC f32 0.728 against 0.802).
+    /// kernels: `cp.async` copies at most 16 bytes). Off by default: on an H200 they were
+    /// slower than the register-staged 2x2-block kernels (720 permutations in f32: 0.835
+    /// against 0.849 of copy bandwidth; TTC f32 0.728 against 0.802).
     pub async_copies: bool,
 }
 
@@ -165,13 +165,13 @@ fn schemas_for(p: &GpuProblem) -> Vec<Schema> {
 /// Whether the 2x2-block form of a transposition is ranked before the element-wise form
 /// ([`TtlgPlan::ranked`]); `same_schema`: Alg. 1 gives both forms the same schemas.
 ///
-/// Measured on an H200 (`docs/CUDA.md`, "2x2 blocks measured"): where halving the fastest
-/// dims tips f32 from Orthogonal-Distinct to Orthogonal-Arbitrary (TTC cases 34, 35, 37,
-/// 39 and 50), measured tuning chose the blocked Orthogonal-Arbitrary plan every time,
-/// at 0.70-0.83 of copy bandwidth against 0.49-0.61 for the element-wise plan the model
-/// ranked first. In f64 it went both ways (blocked for 34 and 37, element-wise for 35
-/// and 39; the blocked f64 OA kernels spill 28-120 bytes of registers), so f64 keeps the
-/// schema rule.
+/// Measured on an H200 (`docs/BENCHMARKS.md`, "GPU: 2x2 blocks and cp.async timed"):
+/// where halving the fastest dims tips f32 from Orthogonal-Distinct to
+/// Orthogonal-Arbitrary (TTC cases 34, 35, 37, 39, 49 and 50), measured tuning chose the
+/// blocked Orthogonal-Arbitrary plan every time, at 0.70-0.83 of copy bandwidth against
+/// 0.49-0.61 for the element-wise plan the model ranked first. In f64 it went both ways
+/// (blocked for 34 and 37, element-wise for the other four; the blocked f64 OA kernels
+/// spill 28-120 bytes of registers), so f64 keeps the schema rule.
 ///
 /// ```
 /// use ttgt::backend::cuda::ttlg::blocked_first;
@@ -228,10 +228,10 @@ impl TtlgPlan {
     /// there are two forms of the problem. The blocked form is preferred for f32 always,
     /// and for f64 when TTLG's Alg. 1 gives it the schema of the element-wise form (halved
     /// fastest dims can tip it from OD to OA, and the paper's model, fitted on one element
-    /// width, cannot weigh element widths): see [`blocked_first`]. Each form's candidates are ranked by the
-    /// model; the list holds the preferred form's best first and then alternates, giving the
-    /// other form up to a third of the places (at least one when `k >= 2`), so that measured
-    /// tuning also times the other form.
+    /// width, cannot weigh element widths): see [`blocked_first`]. Each form's candidates
+    /// are ranked by the model; the list holds the preferred form's best first and then
+    /// alternates, giving the other form up to a third of the places (at least one when
+    /// `k >= 2`), so that measured tuning also times the other form.
     ///
     /// ```
     /// use ttgt::backend::cuda::ttlg::{DeviceProps, TtlgOptions, TtlgPlan};

@@ -67,21 +67,12 @@ fn fvi_match_small_blocks_give_the_warps_whole_turns() {
             p.describe()
         );
     };
-    let mut perm = vec![0usize, 1, 2, 3, 4, 5];
-    let sizes = [16usize; 6];
-    loop {
-        for dtype in [DType::F32, DType::F64] {
-            check(&plan(&perm, &sizes, dtype, true));
-        }
-        // Next permutation in lexicographic order.
-        let Some(i) = (0..5).rev().find(|&i| perm[i] < perm[i + 1]) else {
-            break;
-        };
-        let j = (i + 1..6).rev().find(|&j| perm[j] > perm[i]).unwrap();
-        perm.swap(i, j);
-        perm[i + 1..].reverse();
-    }
-    for c in ttgt::bench::parse_ttc(ttgt::bench::TTC_TSV).unwrap() {
+    let perms = ttgt::bench::all_perms(6, 16);
+    assert_eq!(perms.len(), 720);
+    for c in perms
+        .iter()
+        .chain(&ttgt::bench::parse_ttc(ttgt::bench::TTC_TSV).unwrap())
+    {
         for dtype in [DType::F32, DType::F64] {
             check(&plan(&c.perm, &c.sizes, dtype, true));
         }

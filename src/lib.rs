@@ -32,6 +32,10 @@ pub mod model;
 pub mod plan;
 pub mod reference;
 pub mod tensor;
+pub mod threads;
+
+#[cfg(feature = "python")]
+mod python;
 pub mod transpose;
 
 use ndarray::{ArrayBase, ArrayD, ArrayViewD, Axis, Data, DataMut, Dimension, IxDyn};

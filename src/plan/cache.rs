@@ -14,7 +14,8 @@ use crate::tensor::{DType, Layout};
 /// Plans kept (least recently inserted ones are dropped first).
 pub const CONTRACTION_CACHE_CAPACITY: usize = 256;
 
-type Key = (String, Vec<Layout>, Layout, DType, PlanOptions);
+/// Spec, layouts, dtype, options and the thread count the options resolve to here.
+type Key = (String, Vec<Layout>, Layout, DType, PlanOptions, usize);
 
 #[derive(Default)]
 struct Cache {
@@ -52,6 +53,9 @@ pub fn cached_contraction_plan(
         c.clone(),
         dtype,
         options.clone(),
+        options
+            .threads
+            .unwrap_or_else(crate::threads::default_threads),
     );
     if let Some(p) = cache()
         .lock()

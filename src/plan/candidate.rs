@@ -1166,7 +1166,7 @@ fn gett_candidate(
 pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enumeration> {
     let threads = options
         .threads
-        .unwrap_or_else(rayon::current_num_threads)
+        .unwrap_or_else(crate::threads::default_threads)
         .max(1);
     let (pa, pbp) = (&pb.preps[0], &pb.preps[1]);
     let out = pb.bound.output();

@@ -104,7 +104,7 @@ impl ContractionPlan {
             .collect::<Result<_>>()?;
         let threads = options
             .threads
-            .unwrap_or_else(rayon::current_num_threads)
+            .unwrap_or_else(crate::threads::default_threads)
             .max(1);
         let mut plan = ContractionPlan {
             dtype,

@@ -13,7 +13,8 @@ use crate::tensor::{DType, Element, Layout, StridedView, StridedViewMut};
 /// Plans kept by [`cached_plan`]; the oldest is evicted first.
 pub const PLAN_CACHE_CAPACITY: usize = 256;
 
-type Key = (Vec<usize>, Layout, Layout, DType, TransposeOptions);
+/// Permutation, layouts, dtype, options and the thread count the options resolve to here.
+type Key = (Vec<usize>, Layout, Layout, DType, TransposeOptions, usize);
 
 #[derive(Default)]
 struct Cache {
@@ -43,7 +44,17 @@ pub fn cached_plan(
     dtype: DType,
     options: &TransposeOptions,
 ) -> Result<Arc<TransposePlan>> {
-    let key: Key = (perm.to_vec(), a.clone(), b.clone(), dtype, options.clone());
+    let threads = options
+        .threads
+        .unwrap_or_else(crate::threads::default_threads);
+    let key: Key = (
+        perm.to_vec(),
+        a.clone(),
+        b.clone(),
+        dtype,
+        options.clone(),
+        threads,
+    );
     if let Some(p) = cache()
         .lock()
         .unwrap_or_else(|p| p.into_inner())

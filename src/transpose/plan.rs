@@ -458,7 +458,7 @@ impl TransposePlan {
         }
         let threads = options
             .threads
-            .unwrap_or_else(rayon::current_num_threads)
+            .unwrap_or_else(crate::threads::default_threads)
             .max(1);
         let isa = match options.isa {
             Some(i) if i.is_available() => i,

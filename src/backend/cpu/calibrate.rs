@@ -586,3 +586,70 @@ pub fn calibrate_gemm_concurrency(
     profile.gemm_concurrent.extend(measured);
     Ok(())
 }
+
+/// Which parts of the cost model [`calibrate_machine`] measures; the rest is kept from the
+/// stored profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CalibrateParts {
+    /// Copy bandwidth and transposition factors, GEMM coefficients (at the given threads and
+    /// at one), concurrent single-threaded GEMMs.
+    #[default]
+    All,
+    /// Copy bandwidth and transposition factors only.
+    TransposeOnly,
+    /// Copy bandwidth and transposition factors; the GEMM part is left as stored.
+    NoGemm,
+    /// GEMM coefficients and concurrent GEMMs only.
+    GemmOnly,
+    /// Concurrent single-threaded GEMMs only.
+    GemmConcurrencyOnly,
+}
+
+/// Measures this machine for the cost models: what `ttgt calibrate` and Python's
+/// `ttgt.calibrate()` run. `copy_bytes` is the copy probe's size, `threads` the thread count
+/// of the transposition factors and the GEMM fit, `max_flops` the largest GEMM timed,
+/// `round_seconds` one round of the concurrency probe. Returns the new profile (not yet
+/// stored or in use) and the spread of the GEMM samples per thread count fitted.
+///
+/// ```no_run
+/// use ttgt::backend::cpu::{calibrate_machine, CalibrateParts, CONCURRENCY_ROUND_SECONDS};
+/// let (p, spreads) = calibrate_machine(CalibrateParts::All, 192 << 20, 2, 2e10, CONCURRENCY_ROUND_SECONDS).unwrap();
+/// p.save().unwrap();
+/// ttgt::model::set_profile(p);
+/// # let _ = spreads;
+/// ```
+pub fn calibrate_machine(
+    parts: CalibrateParts,
+    copy_bytes: usize,
+    threads: usize,
+    max_flops: f64,
+    round_seconds: f64,
+) -> Result<(Profile, Vec<(usize, f64)>)> {
+    let threads = threads.max(1);
+    let stored = crate::model::profile();
+    let mut spreads = Vec::new();
+    let mut p = match parts {
+        CalibrateParts::GemmOnly | CalibrateParts::GemmConcurrencyOnly => stored,
+        _ => {
+            let mut p = crate::model::calibrate(copy_bytes.max(1 << 20), threads)?;
+            p.gemm = stored.gemm;
+            p.gemm_concurrent = stored.gemm_concurrent;
+            p
+        }
+    };
+    if matches!(parts, CalibrateParts::All | CalibrateParts::GemmOnly) {
+        let max_flops = max_flops.max(1e6);
+        spreads.push((threads, calibrate_gemm(&mut p, threads, max_flops)?));
+        if threads > 1 {
+            // parallel loops run single-threaded GEMMs, several at once
+            spreads.push((1, calibrate_gemm(&mut p, 1, max_flops)?));
+        }
+    }
+    if matches!(
+        parts,
+        CalibrateParts::All | CalibrateParts::GemmOnly | CalibrateParts::GemmConcurrencyOnly
+    ) {
+        calibrate_gemm_concurrency(&mut p, threads, round_seconds)?;
+    }
+    Ok((p, spreads))
+}

@@ -8,7 +8,7 @@ mod gemm;
 pub(crate) mod gett;
 
 pub use calibrate::{
-    calibrate_gemm, calibrate_gemm_concurrency, time_gemm, time_gemm_in, GemmTimer,
-    CONCURRENCY_ROUND_SECONDS,
+    calibrate_gemm, calibrate_gemm_concurrency, calibrate_machine, time_gemm, time_gemm_in,
+    CalibrateParts, GemmTimer, CONCURRENCY_ROUND_SECONDS,
 };
 pub use execute::StepTimes;

@@ -536,38 +536,27 @@ pub fn calibrate(a: &CalibrateArgs) -> CliResult<()> {
         )));
     }
     let probe = a.probe_ms * 1e-3;
-    // (threads, median spread of the GEMM samples between rounds)
-    let mut spreads = Vec::new();
     let measured_copy = !(a.gemm_concurrency_only || a.gemm_only);
-    let p = if a.gemm_concurrency_only {
-        let mut p = ttgt::model::profile();
-        ttgt::backend::cpu::calibrate_gemm_concurrency(&mut p, threads, probe)?;
-        p
+    use ttgt::backend::cpu::CalibrateParts;
+    let parts = if a.gemm_concurrency_only {
+        CalibrateParts::GemmConcurrencyOnly
     } else if a.transpose_only {
-        let stored = ttgt::model::profile();
-        let mut p = ttgt::model::calibrate(a.mib.max(1) << 20, threads)?;
-        p.gemm = stored.gemm;
-        p.gemm_concurrent = stored.gemm_concurrent;
-        p
+        CalibrateParts::TransposeOnly
+    } else if a.gemm_only {
+        CalibrateParts::GemmOnly
+    } else if a.no_gemm {
+        CalibrateParts::NoGemm
     } else {
-        let mut p = if a.gemm_only {
-            ttgt::model::profile()
-        } else {
-            ttgt::model::calibrate(a.mib.max(1) << 20, threads)?
-        };
-        if !a.no_gemm {
-            let max_flops = (a.gemm_mflop * 1e6).max(1e6);
-            let s = ttgt::backend::cpu::calibrate_gemm(&mut p, threads, max_flops)?;
-            spreads.push((threads, s));
-            if threads > 1 {
-                // parallel loops run single-threaded GEMMs, several at once
-                let s = ttgt::backend::cpu::calibrate_gemm(&mut p, 1, max_flops)?;
-                spreads.push((1, s));
-                ttgt::backend::cpu::calibrate_gemm_concurrency(&mut p, threads, probe)?;
-            }
-        }
-        p
+        CalibrateParts::All
     };
+    // (threads, median spread of the GEMM samples between rounds)
+    let (p, spreads) = ttgt::backend::cpu::calibrate_machine(
+        parts,
+        a.mib.max(1) << 20,
+        threads,
+        a.gemm_mflop * 1e6,
+        probe,
+    )?;
     let copy = if measured_copy { &p.copy[..] } else { &[] };
     for w in load_warnings(copy, &spreads) {
         eprintln!("ttgt: warning: {w}");

@@ -105,7 +105,7 @@ pub struct InPlaceOptions {
 impl InPlaceOptions {
     pub(crate) fn thread_count(&self) -> usize {
         self.threads
-            .unwrap_or_else(rayon::current_num_threads)
+            .unwrap_or_else(crate::threads::default_threads)
             .max(1)
     }
 }

@@ -1,0 +1,164 @@
+"""Wall time of a PySCF coupled-cluster run with PySCF's numpy einsum, with pytblis (when
+installed) and with ttgt, each in its own process, with the time spent inside einsum.
+
+    python benches/python/pyscf_ccsd.py                         # water/cc-pVTZ, benzene/cc-pVDZ
+    python benches/python/pyscf_ccsd.py --molecule water --basis cc-pvdz --method ccsd_t
+    python benches/python/pyscf_ccsd.py --json results.json
+
+Each backend runs the same SCF, then the timed coupled-cluster kernel (RCCSD by default;
+``--method uccsd`` or ``ccsd_t`` for RCCSD followed by the (T) correction). The einsum time
+counts the outermost ``lib.einsum``/``lib.contract`` calls only (PySCF's einsum calls its
+contract). Threads: ``--threads`` (default: all cores) for numpy's BLAS, pytblis and ttgt
+alike. OPENBLAS_CORETYPE is unset in the child processes, so numpy runs its best kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List
+
+MOLECULES = {
+    "water": "O 0 0 0; H 0 -0.757 0.587; H 0 0.757 0.587",
+    "benzene": (
+        "C 0.000 1.396 0; C 1.209 0.698 0; C 1.209 -0.698 0; C 0.000 -1.396 0; C -1.209 -0.698 0;"
+        " C -1.209 0.698 0; H 0.000 2.479 0; H 2.147 1.240 0; H 2.147 -1.240 0; H 0.000 -2.479 0;"
+        " H -2.147 -1.240 0; H -2.147 1.240 0"
+    ),
+    "ammonia": "N 0 0 0.1173; H 0 0.9377 -0.2737; H 0.8121 -0.4689 -0.2737; H -0.8121 -0.4689 -0.2737",
+}
+
+DEFAULT_CASES = [("water", "cc-pvtz"), ("benzene", "cc-pvdz")]
+
+
+def child(args: argparse.Namespace) -> Dict[str, Any]:
+    """One backend in this process: SCF, then the timed coupled-cluster kernel."""
+    import numpy as np
+    from pyscf import cc, gto, scf
+    from pyscf.lib import numpy_helper as nh
+
+    backend = args.child
+    if backend == "numpy":
+        nh.EINSUM_BACKEND = None
+    elif backend == "pytblis":
+        import pytblis  # noqa: F401
+
+        nh.EINSUM_BACKEND = "pytblis"
+    elif backend == "ttgt":
+        import ttgt.pyscf
+
+        ttgt.pyscf.install()
+    inside = {"seconds": 0.0, "calls": 0, "depth": 0}
+
+    def timed(fn):
+        def wrapper(*a, **k):
+            if inside["depth"]:
+                return fn(*a, **k)
+            inside["depth"] += 1
+            t = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                inside["seconds"] += time.perf_counter() - t
+                inside["calls"] += 1
+                inside["depth"] -= 1
+
+        return wrapper
+
+    current = {id(nh.einsum): timed(nh.einsum), id(nh.contract): timed(nh.contract)}
+    originals = {id(nh.einsum): nh.einsum, id(nh.contract): nh.contract}
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not name.startswith("pyscf"):
+            continue
+        for attr, value in list(vars(mod).items()):
+            if id(value) in current and originals[id(value)] is value:
+                setattr(mod, attr, current[id(value)])
+
+    mol = gto.M(atom=MOLECULES[args.molecule], basis=args.basis, verbose=0)
+    mf = scf.RHF(mol).run()
+    t0 = time.perf_counter()
+    if args.method == "uccsd":
+        mycc = cc.UCCSD(scf.addons.convert_to_uhf(mf))
+        mycc.kernel()
+        energy = float(mycc.e_corr)
+    else:
+        mycc = cc.RCCSD(mf)
+        mycc.kernel()
+        energy = float(mycc.e_corr)
+        if args.method == "ccsd_t":
+            energy += float(mycc.ccsd_t())
+    wall = time.perf_counter() - t0
+    nocc = int(np.count_nonzero(mf.mo_occ))
+    return {
+        "backend": backend,
+        "molecule": args.molecule,
+        "basis": args.basis,
+        "method": args.method,
+        "occupied": nocc,
+        "orbitals": int(mf.mo_coeff.shape[1]),
+        "wall_seconds": wall,
+        "einsum_seconds": inside["seconds"],
+        "einsum_calls": inside["calls"],
+        "energy": energy,
+        "threads": args.threads,
+    }
+
+
+def available(module: str) -> bool:
+    code = f"import {module}"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--molecule", choices=sorted(MOLECULES))
+    p.add_argument("--basis")
+    p.add_argument("--method", choices=["rccsd", "uccsd", "ccsd_t"], default="rccsd")
+    p.add_argument("--backends", default="numpy,pytblis,ttgt")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--json", help="write the records here")
+    p.add_argument("--child", help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        print(json.dumps(child(args)))
+        return
+    cases = [(args.molecule, args.basis)] if args.molecule else DEFAULT_CASES
+    if args.molecule and not args.basis:
+        p.error("--molecule needs --basis")
+    env = dict(os.environ)
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("OPENBLAS_L2_SIZE", None)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TTGT_NUM_THREADS"):
+        env[var] = str(args.threads)
+    records: List[Dict[str, Any]] = []
+    for molecule, basis in cases:
+        for backend in args.backends.split(","):
+            if backend == "pytblis" and not available("pytblis"):
+                print(f"{molecule}/{basis}: pytblis is not installed, skipped", file=sys.stderr)
+                continue
+            cmd = [sys.executable, __file__, "--child", backend, "--molecule", molecule, "--basis", basis,
+                   "--method", args.method, "--threads", str(args.threads)]
+            out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+            if out.returncode != 0:
+                sys.exit(f"{backend} on {molecule}/{basis} failed:\n{out.stderr}")
+            records.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print(f"{'case':<24} {'backend':<8} {'wall s':>8} {'einsum s':>9} {'share':>6} {'calls':>6} {'wall x':>7} {'einsum x':>8} {'dE (Eh)':>9}")
+    for r in records:
+        base = next(b for b in records if b["molecule"] == r["molecule"] and b["basis"] == r["basis"] and b["backend"] == "numpy") \
+            if any(b["backend"] == "numpy" and b["molecule"] == r["molecule"] and b["basis"] == r["basis"] for b in records) else r
+        case = f"{r['molecule']}/{r['basis']} ({r['occupied']}/{r['orbitals']})"
+        print(f"{case:<24} {r['backend']:<8} {r['wall_seconds']:8.2f} {r['einsum_seconds']:9.2f} "
+              f"{r['einsum_seconds'] / r['wall_seconds']:6.0%} {r['einsum_calls']:6d} "
+              f"{base['wall_seconds'] / r['wall_seconds']:7.2f} {base['einsum_seconds'] / r['einsum_seconds']:8.2f} "
+              f"{r['energy'] - base['energy']:9.1e}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"command": " ".join(sys.argv), "records": records}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

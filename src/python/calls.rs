@@ -1,0 +1,281 @@
+//! The module's functions: einsum into an `out`, paths, transposes, threads, calibration.
+
+use ndarray::ArrayViewD;
+use num_complex::Complex64;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use super::arrays::{cores, dtype_of, readonly, scalar, writable, Flight};
+use super::to_py;
+use crate::plan::{PathOptions, PathStrategy};
+use crate::tensor::{DType, Element};
+use crate::threads::with_threads;
+
+/// Runs `$f::<T>(args)` for the element type `T` of a [`DType`].
+macro_rules! for_dtype {
+    ($dtype:expr, $f:ident($($arg:expr),* $(,)?)) => {
+        match $dtype {
+            DType::F32 => $f::<f32>($($arg),*),
+            DType::F64 => $f::<f64>($($arg),*),
+            DType::C32 => $f::<num_complex::Complex32>($($arg),*),
+            DType::C64 => $f::<num_complex::Complex64>($($arg),*),
+        }
+    };
+}
+pub(crate) use for_dtype;
+
+/// Path options from the Python layer's strategy name, explicit numpy path and memory limit.
+pub(crate) fn path_options(
+    strategy: &str,
+    path: Option<Vec<Vec<usize>>>,
+    memory_limit: Option<usize>,
+) -> PyResult<PathOptions> {
+    let strategy = match (strategy, path) {
+        (_, Some(p)) => PathStrategy::Numpy(p),
+        ("auto", None) => PathStrategy::Auto,
+        ("optimal", None) => PathStrategy::Optimal,
+        ("greedy", None) => PathStrategy::Greedy,
+        ("left", None) => PathStrategy::LeftToRight,
+        (s, None) => {
+            return Err(PyValueError::new_err(format!(
+                "unknown path strategy {s:?}: use 'auto', 'optimal', 'greedy' or 'left'"
+            )))
+        }
+    };
+    Ok(PathOptions {
+        strategy,
+        memory_limit,
+    })
+}
+
+/// `out = alpha * einsum(spec, operands) + beta * out`; one and two operands straight through
+/// the (cached) contraction planner, more along a path.
+fn einsum_typed<T: Element + numpy::Element>(
+    py: Python<'_>,
+    spec: &str,
+    operands: &[Bound<'_, PyAny>],
+    out: &Bound<'_, PyAny>,
+    (alpha, beta): (Complex64, Complex64),
+    options: Option<PathOptions>,
+    threads: usize,
+) -> PyResult<()> {
+    let ro = readonly::<T>(operands)?;
+    let mut rw = writable::<T>(out)?;
+    let views: Vec<ArrayViewD<'_, T>> = ro.iter().map(|r| r.as_array()).collect();
+    let mut c = rw.as_array_mut();
+    let (alpha, beta) = (scalar::<T>(alpha), scalar::<T>(beta));
+    let flight = Flight::enter(threads);
+    py.detach(|| {
+        with_threads(flight.threads(), || match (&views[..], options) {
+            ([a], None) => crate::einsum_unary_into(spec, alpha, a, beta, &mut c),
+            ([a, b], None) => crate::contract_into(spec, alpha, a, b, beta, &mut c),
+            (_, options) => {
+                let shapes: Vec<&[usize]> = views.iter().map(|v| v.shape()).collect();
+                let path = crate::einsum_path(spec, &shapes, &options.unwrap_or_default())?;
+                crate::einsum_along_into(&path, alpha, &views, beta, &mut c).map(|_| ())
+            }
+        })
+    })
+    .map_err(to_py)
+}
+
+/// `out = alpha * einsum(spec, *operands) + beta * out` for operands and `out` of one dtype
+/// (`dtype`: numpy's type character). `path`: numpy's explicit path (without its leading
+/// `'einsum_path'`); `strategy`: `auto`, `optimal`, `greedy` or `left`; `threads`: 0 for the
+/// module's default.
+#[pyfunction]
+#[pyo3(signature = (spec, operands, out, alpha, beta, dtype, strategy=None, path=None, memory_limit=None, threads=0))]
+#[allow(clippy::too_many_arguments)]
+fn einsum_into(
+    py: Python<'_>,
+    spec: &str,
+    operands: Vec<Bound<'_, PyAny>>,
+    out: Bound<'_, PyAny>,
+    alpha: Complex64,
+    beta: Complex64,
+    dtype: &str,
+    strategy: Option<&str>,
+    path: Option<Vec<Vec<usize>>>,
+    memory_limit: Option<usize>,
+    threads: usize,
+) -> PyResult<()> {
+    let options = match (strategy, &path, memory_limit) {
+        (None | Some("auto"), None, None) => None,
+        _ => Some(path_options(
+            strategy.unwrap_or("auto"),
+            path,
+            memory_limit,
+        )?),
+    };
+    let ab = (alpha, beta);
+    for_dtype!(
+        dtype_of(dtype)?,
+        einsum_typed(py, spec, &operands, &out, ab, options, threads)
+    )
+}
+
+/// The pairwise path for operands of these shapes: (steps in numpy's notation, numpy-style
+/// report, FLOPs of the path, FLOPs of a single loop nest, largest intermediate).
+#[pyfunction]
+#[pyo3(signature = (spec, shapes, strategy="auto", path=None, memory_limit=None))]
+#[allow(clippy::type_complexity)]
+fn einsum_path(
+    py: Python<'_>,
+    spec: &str,
+    shapes: Vec<Vec<usize>>,
+    strategy: &str,
+    path: Option<Vec<Vec<usize>>>,
+    memory_limit: Option<usize>,
+) -> PyResult<(Vec<Vec<usize>>, String, f64, f64, f64)> {
+    let options = path_options(strategy, path, memory_limit)?;
+    let p = py
+        .detach(|| {
+            let s: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+            crate::einsum_path(spec, &s, &options)
+        })
+        .map_err(to_py)?;
+    let mut steps: Vec<Vec<usize>> = p.pairs().into_iter().map(|(i, j)| vec![i, j]).collect();
+    if steps.is_empty() {
+        steps.push(vec![0]);
+    }
+    Ok((
+        steps,
+        p.to_string(),
+        p.flops(),
+        p.naive_flops(),
+        p.largest_intermediate(),
+    ))
+}
+
+fn transpose_typed<T: Element + numpy::Element>(
+    py: Python<'_>,
+    a: &Bound<'_, PyAny>,
+    axes: &[usize],
+    out: &Bound<'_, PyAny>,
+    (alpha, beta): (Complex64, Complex64),
+    threads: usize,
+) -> PyResult<()> {
+    let ro = readonly::<T>(std::slice::from_ref(a))?;
+    let mut rw = writable::<T>(out)?;
+    let av = ro[0].as_array();
+    let mut b = rw.as_array_mut();
+    let (alpha, beta) = (scalar::<T>(alpha), scalar::<T>(beta));
+    let flight = Flight::enter(threads);
+    py.detach(|| {
+        with_threads(flight.threads(), || {
+            crate::permute_into(alpha, &av, axes, beta, &mut b)
+        })
+    })
+    .map_err(to_py)
+}
+
+/// `out = alpha * a.transpose(axes) + beta * out` (numpy's meaning of `axes`).
+#[pyfunction]
+#[pyo3(signature = (a, axes, out, alpha, beta, dtype, threads=0))]
+#[allow(clippy::too_many_arguments)]
+fn transpose_into(
+    py: Python<'_>,
+    a: Bound<'_, PyAny>,
+    axes: Vec<usize>,
+    out: Bound<'_, PyAny>,
+    alpha: Complex64,
+    beta: Complex64,
+    dtype: &str,
+    threads: usize,
+) -> PyResult<()> {
+    let ab = (alpha, beta);
+    for_dtype!(
+        dtype_of(dtype)?,
+        transpose_typed(py, &a, &axes, &out, ab, threads)
+    )
+}
+
+/// The result's shape for operands of these shapes (every error of the spec and the shapes
+/// is reported here, before anything is allocated).
+#[pyfunction]
+fn output_shape(spec: &str, shapes: Vec<Vec<usize>>) -> PyResult<Vec<usize>> {
+    let s: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
+    crate::output_shape(spec, &s).map_err(to_py)
+}
+
+/// Sets the process-wide thread count (0: back to the default, the cores shared by the calls
+/// in flight).
+#[pyfunction]
+fn set_num_threads(n: usize) {
+    crate::threads::set_num_threads((n > 0).then_some(n));
+}
+
+/// The process-wide thread count, or 0 when none was set.
+#[pyfunction]
+fn num_threads_setting() -> usize {
+    crate::threads::num_threads_setting().unwrap_or(0)
+}
+
+/// Cores this process may run on.
+#[pyfunction]
+fn cpu_count() -> usize {
+    cores()
+}
+
+/// Measures this machine for the cost models, stores the profile and uses it from now on;
+/// returns the profile as JSON and where it was stored (`None` with `store=False`).
+#[pyfunction]
+#[pyo3(signature = (parts="all", threads=0, copy_mib=192, gemm_mflop=20000.0, store=true))]
+fn calibrate(
+    py: Python<'_>,
+    parts: &str,
+    threads: usize,
+    copy_mib: usize,
+    gemm_mflop: f64,
+    store: bool,
+) -> PyResult<(String, Option<String>)> {
+    use crate::backend::cpu::{calibrate_machine, CalibrateParts, CONCURRENCY_ROUND_SECONDS};
+    let parts = match parts {
+        "all" => CalibrateParts::All,
+        "transpose" => CalibrateParts::TransposeOnly,
+        "gemm" => CalibrateParts::GemmOnly,
+        p => {
+            return Err(PyValueError::new_err(format!(
+                "parts must be 'all', 'transpose' or 'gemm', not {p:?}"
+            )))
+        }
+    };
+    let threads = if threads == 0 { cores() } else { threads };
+    py.detach(|| {
+        let (p, _) = calibrate_machine(
+            parts,
+            copy_mib.max(1) << 20,
+            threads,
+            gemm_mflop * 1e6,
+            CONCURRENCY_ROUND_SECONDS,
+        )?;
+        let at = if store {
+            Some(p.save()?.display().to_string())
+        } else {
+            None
+        };
+        let json = p.to_json();
+        crate::model::set_profile(p);
+        Ok((json, at))
+    })
+    .map_err(to_py)
+}
+
+/// Frees the workspace buffers kept for later calls.
+#[pyfunction]
+fn release_workspace() -> usize {
+    crate::tensor::release_workspace()
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(einsum_into, m)?)?;
+    m.add_function(wrap_pyfunction!(einsum_path, m)?)?;
+    m.add_function(wrap_pyfunction!(output_shape, m)?)?;
+    m.add_function(wrap_pyfunction!(transpose_into, m)?)?;
+    m.add_function(wrap_pyfunction!(set_num_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(num_threads_setting, m)?)?;
+    m.add_function(wrap_pyfunction!(cpu_count, m)?)?;
+    m.add_function(wrap_pyfunction!(calibrate, m)?)?;
+    m.add_function(wrap_pyfunction!(release_workspace, m)?)?;
+    Ok(())
+}

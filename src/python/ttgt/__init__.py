@@ -1,0 +1,60 @@
+"""ttgt: tensor contractions by Transpose-Transpose-GEMM-Transpose, for numpy arrays.
+
+numpy's ``einsum``, ``einsum_path``, ``tensordot`` and a materialising ``transpose``, PySCF's
+``contract``, and planned einsums (:class:`Plan`), computed by the ttgt engine for float32,
+float64, complex64 and complex128 (every other dtype by numpy). Arrays are read in place,
+whatever their strides; the GIL is released while ttgt plans and runs.
+
+>>> import numpy as np, ttgt
+>>> a, b = np.random.rand(8, 9, 10, 11), np.random.rand(11, 9, 12, 13)
+>>> np.allclose(ttgt.einsum("abcd,dbef->acef", a, b), np.einsum("abcd,dbef->acef", a, b))
+True
+
+``ttgt.pyscf.install()`` routes PySCF's einsum through ttgt; ``opt_einsum.contract(...,
+backend='ttgt')`` uses this module's ``tensordot``, ``transpose`` and ``einsum``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Tuple
+
+from . import _ttgt
+from ._api import contract, einsum, einsum_path, tensordot, transpose
+from ._plan import Plan, explain
+from ._threads import _from_environment, get_num_threads, num_threads, set_num_threads
+
+__version__: str = _ttgt.__version__
+
+__all__ = [
+    "Plan",
+    "calibrate",
+    "contract",
+    "einsum",
+    "einsum_path",
+    "explain",
+    "get_num_threads",
+    "num_threads",
+    "release_workspace",
+    "set_num_threads",
+    "tensordot",
+    "transpose",
+]
+
+
+def calibrate(parts: str = "all", threads: Optional[int] = None, store: bool = True) -> Tuple[Dict[str, Any], Optional[str]]:
+    """Measures this machine for ttgt's cost models (copy bandwidth, transposition factors,
+    GEMM coefficients; ``parts`` 'all', 'transpose' or 'gemm'), as ``ttgt calibrate`` does,
+    and uses the profile from now on. Takes minutes. Returns the profile and the file it
+    was stored in (``None`` with ``store=False``)."""
+    import json
+
+    text, path = _ttgt.calibrate(parts, threads or 0, 192, 20000.0, store)
+    return json.loads(text), path
+
+
+def release_workspace() -> int:
+    """Frees the workspace buffers ttgt keeps for later calls; returns the bytes freed."""
+    return int(_ttgt.release_workspace())
+
+
+_from_environment()

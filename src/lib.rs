@@ -26,6 +26,7 @@
 
 pub mod backend;
 pub mod bench;
+pub mod bounded_cache;
 pub mod einsum;
 mod error;
 pub mod model;

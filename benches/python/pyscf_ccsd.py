@@ -53,6 +53,7 @@ def child(args: argparse.Namespace) -> Dict[str, Any]:
 
         ttgt.pyscf.install()
     inside = {"seconds": 0.0, "calls": 0, "depth": 0}
+    per_call: Dict[str, List[float]] = {}
 
     def timed(fn):
         def wrapper(*a, **k):
@@ -63,9 +64,13 @@ def child(args: argparse.Namespace) -> Dict[str, Any]:
             try:
                 return fn(*a, **k)
             finally:
-                inside["seconds"] += time.perf_counter() - t
+                dt = time.perf_counter() - t
+                inside["seconds"] += dt
                 inside["calls"] += 1
                 inside["depth"] -= 1
+                if args.calls:
+                    shapes = ",".join("x".join(map(str, np.shape(x))) for x in a[1:])
+                    per_call.setdefault(f"{a[0]} {shapes}", []).append(dt)
 
         return wrapper
 
@@ -105,6 +110,7 @@ def child(args: argparse.Namespace) -> Dict[str, Any]:
         "einsum_calls": inside["calls"],
         "energy": energy,
         "threads": args.threads,
+        "per_call": per_call if args.calls else None,
     }
 
 
@@ -121,6 +127,8 @@ def main() -> None:
     p.add_argument("--backends", default="numpy,pytblis,ttgt")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--json", help="write the records here")
+    p.add_argument("--calls", type=int, default=0, metavar="N",
+                   help="also list the N contractions with the most einsum time, per backend")
     p.add_argument("--child", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -155,9 +163,30 @@ def main() -> None:
               f"{r['einsum_seconds'] / r['wall_seconds']:6.0%} {r['einsum_calls']:6d} "
               f"{base['wall_seconds'] / r['wall_seconds']:7.2f} {base['einsum_seconds'] / r['einsum_seconds']:8.2f} "
               f"{r['energy'] - base['energy']:9.1e}")
+    if args.calls:
+        print_calls(records, args.calls)
     if args.json:
+        for r in records:
+            r.pop("per_call", None)
         with open(args.json, "w") as f:
             json.dump({"command": " ".join(sys.argv), "records": records}, f, indent=1)
+
+
+def print_calls(records: List[Dict[str, Any]], most: int) -> None:
+    """The contractions with the most einsum time in the first backend, each backend's
+    total seconds on them (same spec and shapes), and the ratio to the first backend."""
+    for molecule, basis in sorted({(r["molecule"], r["basis"]) for r in records}):
+        rs = [r for r in records if r["molecule"] == molecule and r["basis"] == basis and r.get("per_call")]
+        if len(rs) < 2:
+            continue
+        first = rs[0]["per_call"]
+        top = sorted(first, key=lambda k: -sum(first[k]))[:most]
+        names = [r["backend"] for r in rs]
+        print(f"\n{molecule}/{basis}: contractions by {names[0]} einsum time (total ms over calls)")
+        print(f"{'contraction':<58} {'calls':>5} " + " ".join(f"{n + ' ms':>11}" for n in names) + " " + " ".join(f"{n + ' x':>9}" for n in names[1:]))
+        for k in top:
+            ts = [sum(r["per_call"].get(k, [float("nan")])) * 1e3 for r in rs]
+            print(f"{k:<58} {len(first[k]):5d} " + " ".join(f"{t:11.2f}" for t in ts) + " " + " ".join(f"{ts[0] / t:9.2f}" for t in ts[1:]))
 
 
 if __name__ == "__main__":

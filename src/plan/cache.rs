@@ -1,13 +1,11 @@
 //! A bounded cache of contraction plans keyed by spec, operand layouts, element type and
 //! options, so that a repeated `contract()` call plans once.
 
-use std::collections::VecDeque;
-
-use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::contraction::ContractionPlan;
 use super::options::PlanOptions;
+use crate::bounded_cache::{hash_of, BoundedCache};
 use crate::error::Result;
 use crate::tensor::{DType, Layout};
 
@@ -17,15 +15,11 @@ pub const CONTRACTION_CACHE_CAPACITY: usize = 256;
 /// Spec, layouts, dtype, options and the thread count the options resolve to here.
 type Key = (String, Vec<Layout>, Layout, DType, PlanOptions, usize);
 
-#[derive(Default)]
-struct Cache {
-    map: HashMap<Key, Arc<ContractionPlan>>,
-    order: VecDeque<Key>,
-}
+type Cache = BoundedCache<Key, Arc<ContractionPlan>>;
 
 fn cache() -> &'static Mutex<Cache> {
     static C: OnceLock<Mutex<Cache>> = OnceLock::new();
-    C.get_or_init(Default::default)
+    C.get_or_init(|| Mutex::new(BoundedCache::new(CONTRACTION_CACHE_CAPACITY)))
 }
 
 /// The plan for `spec` on these layouts, from the cache or made (and cached) now. Plans made
@@ -47,35 +41,40 @@ pub fn cached_contraction_plan(
     dtype: DType,
     options: &PlanOptions,
 ) -> Result<Arc<ContractionPlan>> {
-    let key: Key = (
-        spec.to_string(),
-        inputs.to_vec(),
-        c.clone(),
-        dtype,
-        options.clone(),
-        options
-            .threads
-            .unwrap_or_else(crate::threads::default_threads),
-    );
+    let threads = options
+        .threads
+        .unwrap_or_else(crate::threads::default_threads);
+    // a hit builds no key: the hash and the comparison read the borrowed parts
+    let hash = hash_of(&(spec, inputs, c, dtype, options, threads));
+    let same = |k: &Key| {
+        k.0 == spec
+            && k.1 == inputs
+            && k.2 == *c
+            && k.3 == dtype
+            && k.4 == *options
+            && k.5 == threads
+    };
     if let Some(p) = cache()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .map
-        .get(&key)
+        .get(hash, same)
     {
         return Ok(p.clone());
     }
     let plan = Arc::new(ContractionPlan::with_options(
         spec, inputs, c, dtype, options,
     )?);
-    let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
-    if c.map.insert(key.clone(), plan.clone()).is_none() {
-        c.order.push_back(key);
-        while c.order.len() > CONTRACTION_CACHE_CAPACITY {
-            if let Some(old) = c.order.pop_front() {
-                c.map.remove(&old);
-            }
-        }
+    let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+    if cache.get(hash, same).is_none() {
+        let key = (
+            spec.to_string(),
+            inputs.to_vec(),
+            c.clone(),
+            dtype,
+            options.clone(),
+            threads,
+        );
+        cache.insert(hash, key, plan.clone());
     }
     Ok(plan)
 }

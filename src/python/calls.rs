@@ -2,11 +2,15 @@
 
 use ndarray::ArrayViewD;
 use num_complex::Complex64;
+use std::sync::{Mutex, OnceLock};
+
+use numpy::{PyArrayDescrMethods, PyArrayDyn, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use super::arrays::{cores, dtype_of, readonly, scalar, writable, Flight};
 use super::to_py;
+use crate::bounded_cache::{hash_of, BoundedCache};
 use crate::plan::{PathOptions, PathStrategy};
 use crate::tensor::{DType, Element};
 use crate::threads::with_threads;
@@ -114,6 +118,98 @@ fn einsum_into(
     )
 }
 
+/// The element type of an array ttgt can use where it is (one of the four types, native byte
+/// order, aligned, strides of whole elements, at most 32 dimensions), else `None`.
+fn direct_dtype(a: &Bound<'_, PyAny>) -> Option<DType> {
+    let a = a.cast::<PyUntypedArray>().ok()?;
+    let d = a.dtype();
+    let dtype = match d.char() {
+        b'f' => DType::F32,
+        b'd' => DType::F64,
+        b'F' => DType::C32,
+        b'D' => DType::C64,
+        _ => return None,
+    };
+    let size = dtype.size_bytes() as isize;
+    let fits = a.is_aligned()
+        && d.is_native_byteorder() != Some(false)
+        && a.ndim() <= 32
+        && a.strides().iter().all(|s| s % size == 0);
+    fits.then_some(dtype)
+}
+
+/// Result shapes by spec and operand shapes, so a repeated call parses nothing.
+type Shapes = BoundedCache<(String, Vec<Vec<usize>>), Vec<usize>>;
+
+fn result_shape(spec: &str, shapes: &[&[usize]]) -> crate::Result<Vec<usize>> {
+    static SHAPES: OnceLock<Mutex<Shapes>> = OnceLock::new();
+    let cache = SHAPES.get_or_init(|| Mutex::new(BoundedCache::new(4096)));
+    let hash = hash_of(&(spec, shapes));
+    let same = |k: &(String, Vec<Vec<usize>>)| k.0 == spec && k.1 == shapes;
+    if let Some(s) = cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(hash, same)
+    {
+        return Ok(s.clone());
+    }
+    let shape = crate::output_shape(spec, shapes)?;
+    let key = (
+        spec.to_string(),
+        shapes.iter().map(|s| s.to_vec()).collect(),
+    );
+    cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(hash, key, shape.clone());
+    Ok(shape)
+}
+
+fn einsum_new_typed<'py, T: Element + numpy::Element>(
+    py: Python<'py>,
+    spec: &str,
+    operands: &[Bound<'py, PyAny>],
+    threads: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    let shape = {
+        let arrays: Vec<&Bound<'py, PyUntypedArray>> = operands
+            .iter()
+            .map(|o| o.cast::<PyUntypedArray>())
+            .collect::<Result<_, _>>()?;
+        let shapes: Vec<&[usize]> = arrays.iter().map(|a| a.shape()).collect();
+        result_shape(spec, &shapes).map_err(to_py)?
+    };
+    // SAFETY: beta = 0, so the engine writes every element before anything reads one.
+    let out = unsafe { PyArrayDyn::<T>::new(py, shape, false) }.into_any();
+    let one = Complex64::new(1.0, 0.0);
+    let zero = Complex64::new(0.0, 0.0);
+    einsum_typed::<T>(py, spec, operands, &out, (one, zero), None, threads)?;
+    Ok(out)
+}
+
+/// `einsum(spec, *operands)` into a new C-ordered array when every operand can be used
+/// where it is and all share one of the four element types; `None` otherwise (the Python
+/// layer then takes the general road: promotion, copies, numpy for other dtypes).
+#[pyfunction]
+#[pyo3(signature = (spec, operands, threads=0))]
+fn einsum_new<'py>(
+    py: Python<'py>,
+    spec: &str,
+    operands: Vec<Bound<'py, PyAny>>,
+    threads: usize,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let Some(first) = operands.first() else {
+        return Ok(None);
+    };
+    let Some(dtype) = direct_dtype(first) else {
+        return Ok(None);
+    };
+    if !operands[1..].iter().all(|o| direct_dtype(o) == Some(dtype)) {
+        return Ok(None);
+    }
+    for_dtype!(dtype, einsum_new_typed(py, spec, &operands, threads)).map(Some)
+}
+
 /// The pairwise path for operands of these shapes: (steps in numpy's notation, numpy-style
 /// report, FLOPs of the path, FLOPs of a single loop nest, largest intermediate).
 #[pyfunction]
@@ -195,7 +291,7 @@ fn transpose_into(
 #[pyfunction]
 fn output_shape(spec: &str, shapes: Vec<Vec<usize>>) -> PyResult<Vec<usize>> {
     let s: Vec<&[usize]> = shapes.iter().map(Vec::as_slice).collect();
-    crate::output_shape(spec, &s).map_err(to_py)
+    result_shape(spec, &s).map_err(to_py)
 }
 
 /// Sets the process-wide thread count (0: back to the default, the cores shared by the calls
@@ -269,6 +365,7 @@ fn release_workspace() -> usize {
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(einsum_into, m)?)?;
+    m.add_function(wrap_pyfunction!(einsum_new, m)?)?;
     m.add_function(wrap_pyfunction!(einsum_path, m)?)?;
     m.add_function(wrap_pyfunction!(output_shape, m)?)?;
     m.add_function(wrap_pyfunction!(transpose_into, m)?)?;

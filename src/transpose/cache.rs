@@ -1,12 +1,10 @@
 //! A bounded cache of heuristic transposition plans keyed by permutation, layouts, element
 //! type and options, so repeated one-shot calls do not re-plan.
 
-use std::collections::VecDeque;
-
-use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::plan::{TransposeOptions, TransposePlan};
+use crate::bounded_cache::{hash_of, BoundedCache};
 use crate::error::Result;
 use crate::tensor::{DType, Element, Layout, StridedView, StridedViewMut};
 
@@ -16,15 +14,11 @@ pub const PLAN_CACHE_CAPACITY: usize = 256;
 /// Permutation, layouts, dtype, options and the thread count the options resolve to here.
 type Key = (Vec<usize>, Layout, Layout, DType, TransposeOptions, usize);
 
-#[derive(Default)]
-struct Cache {
-    map: HashMap<Key, Arc<TransposePlan>>,
-    order: VecDeque<Key>,
-}
+type Cache = BoundedCache<Key, Arc<TransposePlan>>;
 
 fn cache() -> &'static Mutex<Cache> {
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(Cache::default()))
+    CACHE.get_or_init(|| Mutex::new(BoundedCache::new(PLAN_CACHE_CAPACITY)))
 }
 
 /// The heuristic plan for these arguments, from the cache or made and stored.
@@ -47,31 +41,30 @@ pub fn cached_plan(
     let threads = options
         .threads
         .unwrap_or_else(crate::threads::default_threads);
-    let key: Key = (
-        perm.to_vec(),
-        a.clone(),
-        b.clone(),
-        dtype,
-        options.clone(),
-        threads,
-    );
+    // a hit builds no key: the hash and the comparison read the borrowed parts
+    let hash = hash_of(&(perm, a, b, dtype, options, threads));
+    let same = |k: &Key| {
+        k.0 == perm && k.1 == *a && k.2 == *b && k.3 == dtype && k.4 == *options && k.5 == threads
+    };
     if let Some(p) = cache()
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .map
-        .get(&key)
+        .get(hash, same)
     {
         return Ok(p.clone());
     }
     let plan = Arc::new(TransposePlan::new(perm, a, b, dtype, options)?);
-    let mut c = cache().lock().unwrap_or_else(|p| p.into_inner());
-    if c.map.insert(key.clone(), plan.clone()).is_none() {
-        c.order.push_back(key);
-        while c.order.len() > PLAN_CACHE_CAPACITY {
-            if let Some(old) = c.order.pop_front() {
-                c.map.remove(&old);
-            }
-        }
+    let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+    if cache.get(hash, same).is_none() {
+        let key = (
+            perm.to_vec(),
+            a.clone(),
+            b.clone(),
+            dtype,
+            options.clone(),
+            threads,
+        );
+        cache.insert(hash, key, plan.clone());
     }
     Ok(plan)
 }

@@ -12,20 +12,9 @@ from ._threads import _requested
 
 Scalar = Union[int, float, complex, np.generic]
 
-# (spec, shapes) -> output shape: a repeated call's shape needs no parse.
-_shapes: Dict[Tuple[str, Tuple[Tuple[int, ...], ...]], Tuple[int, ...]] = {}
-_SHAPES_KEPT = 4096
-
-
 def _output_shape(spec: str, operands: Sequence[np.ndarray]) -> Tuple[int, ...]:
-    key = (spec, tuple(x.shape for x in operands))
-    shape = _shapes.get(key)
-    if shape is None:
-        shape = tuple(_ttgt.output_shape(spec, [list(s) for s in key[1]]))
-        if len(_shapes) >= _SHAPES_KEPT:
-            _shapes.clear()
-        _shapes[key] = shape
-    return shape
+    """The result's shape (cached by the extension per spec and shapes)."""
+    return tuple(_ttgt.output_shape(spec, [list(x.shape) for x in operands]))
 
 
 def _numpy_optimize(optimize: Any) -> Any:
@@ -87,13 +76,31 @@ def einsum(
     >>> np.allclose(ttgt.einsum("ij,jk->ik", a, b), a @ b)
     True
     """
-    spec, ops = _spec.split_operands(operands)
-    arrays = [np.asarray(x) for x in ops]
+    if (
+        out is None
+        and dtype is None
+        and (optimize is False or optimize is True)
+        and type(alpha) is int
+        and alpha == 1
+        and operands
+        and type(operands[0]) is str
+    ):
+        # the common call: one dtype, arrays usable in place, a new result
+        r = _ttgt.einsum_new(operands[0], operands[1:], _requested())
+        if r is not None:
+            return r if r.ndim else r[()]
+    if operands and type(operands[0]) is str:
+        spec, ops = operands[0], operands[1:]
+    else:
+        spec, ops = _spec.split_operands(operands)
+    arrays = [x if type(x) is np.ndarray else np.asarray(x) for x in ops]
     dt = _arrays.result_dtype(arrays, dtype, alpha, beta)
-    if not _arrays.supported(dt) or (out is not None and isinstance(out, np.ndarray) and out.dtype != dt):
+    if dt.char not in _arrays.SUPPORTED or (out is not None and getattr(out, "dtype", dt) != dt) \
+            or any(x.ndim > _arrays.MAX_NDIM for x in arrays):
         if out is not None and not isinstance(out, np.ndarray):
             raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
-        if out is not None and _arrays.supported(dt) and np.can_cast(dt, out.dtype, casting):
+        if out is not None and _arrays.supported(dt) and np.can_cast(dt, out.dtype, casting) \
+                and all(x.ndim <= _arrays.MAX_NDIM for x in arrays):
             # computed by ttgt in the result's dtype, then cast into out as numpy would
             tmp = einsum(spec, *arrays, dtype=dt, optimize=optimize, alpha=alpha)
             if not (isinstance(beta, (int, float)) and beta == 0):
@@ -107,7 +114,7 @@ def einsum(
                 raise TypeError(f"cannot cast operand of dtype {x.dtype} to {dt} under casting={casting!r}")
     arrays = [_arrays.operand(x, dt) for x in arrays]
     shape = _output_shape(spec, arrays)
-    a = _arrays.scalar(alpha, dt)
+    a = 1 + 0j if type(alpha) is int and alpha == 1 else _arrays.scalar(alpha, dt)
     if out is None:
         b = 0j
         result = np.empty(shape, dtype=dt, order="F" if order == "F" else "C")
@@ -116,7 +123,7 @@ def einsum(
         b = _arrays.scalar(beta, dt)
         if not _arrays.usable(result):
             raise ValueError("out must be aligned, in native byte order, with strides of whole elements")
-    name, path, limit = _spec.strategy(optimize)
+    name, path, limit = (None, None, None) if optimize is False else _spec.strategy(optimize)
     _ttgt.einsum_into(spec, arrays, result, a, b, dt.char, name, path, limit, _requested())
     if out is None and result.ndim == 0:
         return result[()]

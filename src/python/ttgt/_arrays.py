@@ -11,24 +11,29 @@ import numpy as np
 #: numpy type characters of the dtypes ttgt computes in.
 SUPPORTED = frozenset("fdFD")
 
-#: numpy allows up to 64 dimensions; the bindings view up to 32.
+#: numpy allows up to 64 dimensions; the bindings view up to 32 (numpy computes the rest).
 MAX_NDIM = 32
 
 
 def result_dtype(operands: Sequence[np.ndarray], dtype: Any, alpha: Any, beta: Any) -> np.dtype:
-    """The dtype numpy's einsum would compute in, widened to hold alpha and beta."""
+    """The dtype numpy's einsum would compute in, widened to hold alpha and beta (Python
+    ints and floats never widen it: numpy takes them as weak scalars)."""
     if dtype is not None:
         dt = np.dtype(dtype)
+    elif operands:
+        dt = operands[0].dtype
+        for x in operands:
+            if x.dtype != dt:
+                dt = np.result_type(*operands)
+                break
     else:
-        dt = np.result_type(*operands) if operands else np.dtype(float)
+        dt = np.dtype(float)
     for s in (alpha, beta):
-        if isinstance(s, (numbers.Complex, np.generic)) and not _is_default_scalar(s):
+        if type(s) is not int and type(s) is not float:
+            if not isinstance(s, (numbers.Number, np.generic, np.ndarray)) or isinstance(s, (bool, np.bool_)):
+                raise TypeError(f"alpha and beta must be numbers, not {type(s).__name__}")
             dt = np.result_type(dt, s)
     return dt
-
-
-def _is_default_scalar(s: Any) -> bool:
-    return isinstance(s, (int, float)) and not isinstance(s, bool) and s in (0, 1)
 
 
 def supported(dt: np.dtype) -> bool:
@@ -37,9 +42,12 @@ def supported(dt: np.dtype) -> bool:
 
 def usable(a: np.ndarray) -> bool:
     """Whether ttgt can read or write `a` where it is: aligned, native byte order, strides
-    that are whole elements, a rank the bindings view."""
-    if not (a.flags.aligned and a.dtype.isnative and a.ndim <= MAX_NDIM):
+    that are whole elements (a C- or Fortran-contiguous array has them)."""
+    flags = a.flags
+    if not (flags.aligned and a.dtype.isnative):
         return False
+    if flags.c_contiguous or flags.f_contiguous:
+        return True
     size = a.dtype.itemsize
     return all(s % size == 0 for s in a.strides)
 
@@ -48,7 +56,7 @@ def operand(a: Any, dt: np.dtype) -> np.ndarray:
     """`a` as an array of `dt` that ttgt reads in place: the same array whenever it already
     is one (any strides, negative, zero, sliced, read-only, Fortran order); otherwise a copy
     (another dtype, misaligned, byte-swapped, strides that are not whole elements)."""
-    x = np.asarray(a)
+    x = a if type(a) is np.ndarray else np.asarray(a)
     if x.dtype != dt:
         x = x.astype(dt)
     if not usable(x):

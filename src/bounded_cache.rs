@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
 
 use rustc_hash::{FxHashMap, FxHasher};
 
@@ -91,6 +92,36 @@ impl<K, V> BoundedCache<K, V> {
     }
 }
 
+/// The value filed under `hash` whose key satisfies `matches`, or the one `make` builds (with
+/// the lock released, so a long planning blocks no other lookup), filed then.
+///
+/// ```
+/// use std::sync::Mutex;
+/// use ttgt::bounded_cache::{cached, hash_of, BoundedCache};
+/// let c = Mutex::new(BoundedCache::new(8));
+/// let v: Result<usize, ()> = cached(&c, hash_of("k"), |k: &String| k == "k", || Ok(("k".into(), 5)));
+/// assert_eq!(v, Ok(5));
+/// let again: Result<usize, ()> = cached(&c, hash_of("k"), |k: &String| k == "k", || Err(()));
+/// assert_eq!(again, Ok(5));
+/// ```
+pub fn cached<K, V: Clone, E>(
+    cache: &Mutex<BoundedCache<K, V>>,
+    hash: u64,
+    matches: impl Fn(&K) -> bool,
+    make: impl FnOnce() -> Result<(K, V), E>,
+) -> Result<V, E> {
+    let lock = || cache.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(v) = lock().get(hash, &matches) {
+        return Ok(v.clone());
+    }
+    let (key, value) = make()?;
+    let mut c = lock();
+    if c.get(hash, &matches).is_none() {
+        c.insert(hash, key, value.clone());
+    }
+    Ok(value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,7 +140,7 @@ mod tests {
         c.insert(10, "v", 5);
         c.insert(11, "u", 6);
         assert_eq!(c.len(), 3);
-        assert!(c.map.get(&7).is_none());
+        assert!(!c.map.contains_key(&7));
         c.clear();
         assert!(c.is_empty());
     }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::contraction::ContractionPlan;
 use super::options::PlanOptions;
-use crate::bounded_cache::{hash_of, BoundedCache};
+use crate::bounded_cache::{cached, hash_of, BoundedCache};
 use crate::error::Result;
 use crate::tensor::{DType, Layout};
 
@@ -54,18 +54,8 @@ pub fn cached_contraction_plan(
             && k.4 == *options
             && k.5 == threads
     };
-    if let Some(p) = cache()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(hash, same)
-    {
-        return Ok(p.clone());
-    }
-    let plan = Arc::new(ContractionPlan::with_options(
-        spec, inputs, c, dtype, options,
-    )?);
-    let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
-    if cache.get(hash, same).is_none() {
+    cached(cache(), hash, same, || {
+        let plan = ContractionPlan::with_options(spec, inputs, c, dtype, options)?;
         let key = (
             spec.to_string(),
             inputs.to_vec(),
@@ -74,7 +64,6 @@ pub fn cached_contraction_plan(
             options.clone(),
             threads,
         );
-        cache.insert(hash, key, plan.clone());
-    }
-    Ok(plan)
+        Ok((key, Arc::new(plan)))
+    })
 }

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 
 use super::arrays::{cores, dtype_of, readonly, scalar, writable, Flight};
 use super::to_py;
-use crate::bounded_cache::{hash_of, BoundedCache};
+use crate::bounded_cache::{cached, hash_of, BoundedCache};
 use crate::plan::{PathOptions, PathStrategy};
 use crate::tensor::{DType, Element};
 use crate::threads::with_threads;
@@ -146,23 +146,14 @@ fn result_shape(spec: &str, shapes: &[&[usize]]) -> crate::Result<Vec<usize>> {
     let cache = SHAPES.get_or_init(|| Mutex::new(BoundedCache::new(4096)));
     let hash = hash_of(&(spec, shapes));
     let same = |k: &(String, Vec<Vec<usize>>)| k.0 == spec && k.1 == shapes;
-    if let Some(s) = cache
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(hash, same)
-    {
-        return Ok(s.clone());
-    }
-    let shape = crate::output_shape(spec, shapes)?;
-    let key = (
-        spec.to_string(),
-        shapes.iter().map(|s| s.to_vec()).collect(),
-    );
-    cache
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(hash, key, shape.clone());
-    Ok(shape)
+    cached(cache, hash, same, || {
+        let shape = crate::output_shape(spec, shapes)?;
+        let key = (
+            spec.to_string(),
+            shapes.iter().map(|s| s.to_vec()).collect(),
+        );
+        Ok((key, shape))
+    })
 }
 
 fn einsum_new_typed<'py, T: Element + numpy::Element>(

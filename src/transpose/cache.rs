@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::plan::{TransposeOptions, TransposePlan};
-use crate::bounded_cache::{hash_of, BoundedCache};
+use crate::bounded_cache::{cached, hash_of, BoundedCache};
 use crate::error::Result;
 use crate::tensor::{DType, Element, Layout, StridedView, StridedViewMut};
 
@@ -46,16 +46,8 @@ pub fn cached_plan(
     let same = |k: &Key| {
         k.0 == perm && k.1 == *a && k.2 == *b && k.3 == dtype && k.4 == *options && k.5 == threads
     };
-    if let Some(p) = cache()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(hash, same)
-    {
-        return Ok(p.clone());
-    }
-    let plan = Arc::new(TransposePlan::new(perm, a, b, dtype, options)?);
-    let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
-    if cache.get(hash, same).is_none() {
+    cached(cache(), hash, same, || {
+        let plan = TransposePlan::new(perm, a, b, dtype, options)?;
         let key = (
             perm.to_vec(),
             a.clone(),
@@ -64,9 +56,8 @@ pub fn cached_plan(
             options.clone(),
             threads,
         );
-        cache.insert(hash, key, plan.clone());
-    }
-    Ok(plan)
+        Ok((key, Arc::new(plan)))
+    })
 }
 
 /// `B = alpha * perm(A) + beta * B` through a cached heuristic plan.

@@ -5,7 +5,8 @@ installed) and with ttgt, each in its own process, with the time spent inside ei
     python benches/python/pyscf_ccsd.py --molecule water --basis cc-pvdz --method ccsd_t
     python benches/python/pyscf_ccsd.py --json results.json
 
-Each backend runs the same SCF, then the timed coupled-cluster kernel (RCCSD by default;
+With ``--repeat N`` the backends run N times each, alternating, and the table shows the
+medians (the JSON records keep every run). Each backend runs the same SCF, then the timed coupled-cluster kernel (RCCSD by default;
 ``--method uccsd`` or ``ccsd_t`` for RCCSD followed by the (T) correction). The einsum time
 counts the outermost ``lib.einsum``/``lib.contract`` calls only (PySCF's einsum calls its
 contract). Threads: ``--threads`` (default: all cores) for numpy's BLAS, pytblis and ttgt
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -126,6 +128,8 @@ def main() -> None:
     p.add_argument("--method", choices=["rccsd", "uccsd", "ccsd_t"], default="rccsd")
     p.add_argument("--backends", default="numpy,pytblis,ttgt")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="run each backend N times (alternating) and report the medians")
     p.add_argument("--json", help="write the records here")
     p.add_argument("--calls", type=int, default=0, metavar="N",
                    help="also list the N contractions with the most einsum time, per backend")
@@ -144,16 +148,25 @@ def main() -> None:
         env[var] = str(args.threads)
     records: List[Dict[str, Any]] = []
     for molecule, basis in cases:
-        for backend in args.backends.split(","):
-            if backend == "pytblis" and not available("pytblis"):
-                print(f"{molecule}/{basis}: pytblis is not installed, skipped", file=sys.stderr)
-                continue
-            cmd = [sys.executable, __file__, "--child", backend, "--molecule", molecule, "--basis", basis,
-                   "--method", args.method, "--threads", str(args.threads)]
-            out = subprocess.run(cmd, env=env, capture_output=True, text=True)
-            if out.returncode != 0:
-                sys.exit(f"{backend} on {molecule}/{basis} failed:\n{out.stderr}")
-            records.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        runs: Dict[str, List[Dict[str, Any]]] = {}
+        for _ in range(max(1, args.repeat)):
+            for backend in args.backends.split(","):
+                if backend == "pytblis" and not available("pytblis"):
+                    continue
+                cmd = [sys.executable, __file__, "--child", backend, "--molecule", molecule, "--basis", basis,
+                       "--method", args.method, "--threads", str(args.threads), "--calls", str(args.calls)]
+                out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+                if out.returncode != 0:
+                    sys.exit(f"{backend} on {molecule}/{basis} failed:\n{out.stderr}")
+                runs.setdefault(backend, []).append(json.loads(out.stdout.strip().splitlines()[-1]))
+        if "pytblis" in args.backends.split(",") and "pytblis" not in runs:
+            print(f"{molecule}/{basis}: pytblis is not installed, skipped", file=sys.stderr)
+        for backend, rs in runs.items():
+            r = dict(rs[0])
+            for field in ("wall_seconds", "einsum_seconds"):
+                r[field] = statistics.median(x[field] for x in rs)
+                r[field.replace("seconds", "all")] = [x[field] for x in rs]
+            records.append(r)
     print(f"{'case':<24} {'backend':<8} {'wall s':>8} {'einsum s':>9} {'share':>6} {'calls':>6} {'wall x':>7} {'einsum x':>8} {'dE (Eh)':>9}")
     for r in records:
         base = next(b for b in records if b["molecule"] == r["molecule"] and b["basis"] == r["basis"] and b["backend"] == "numpy") \

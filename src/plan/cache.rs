@@ -44,6 +44,44 @@ pub fn cached_contraction_plan(
     let threads = options
         .threads
         .unwrap_or_else(crate::threads::default_threads);
+    let plan = lookup(spec, inputs, c, dtype, options, threads)?;
+    if options.threads.is_none() && better_on_one_thread(&plan) {
+        return lookup(spec, inputs, c, dtype, options, 1);
+    }
+    Ok(plan)
+}
+
+/// Work predicted below this, at a plan's thread count, runs on one thread when the call
+/// comes from outside a rayon pool of that size and its options leave the count open.
+/// Rationale: below it, waking the workers and competing with the caller's own threads cost
+/// more than the second thread saves (measurements: `docs/TUNING.md`).
+pub const SINGLE_THREAD_BELOW_SECONDS: f64 = 1e-3;
+
+/// Whether `plan`, made for several threads, predicts less than
+/// [`SINGLE_THREAD_BELOW_SECONDS`] and would be entered from outside a pool of its size.
+///
+/// ```
+/// use ttgt::{ContractionPlan, DType, Layout, plan::{better_on_one_thread, PlanOptions}};
+/// let r = |d: &[usize]| Layout::row_major(d).unwrap();
+/// let o = PlanOptions { threads: Some(2), ..Default::default() };
+/// let p = ContractionPlan::with_options("ij,jk->ik", &[r(&[8, 8]), r(&[8, 8])], &r(&[8, 8]), DType::F64, &o).unwrap();
+/// assert!(better_on_one_thread(&p));
+/// ```
+pub fn better_on_one_thread(plan: &ContractionPlan) -> bool {
+    plan.threads() > 1
+        && plan.predicted_seconds() < SINGLE_THREAD_BELOW_SECONDS
+        && crate::transpose::wakes_threads(plan.threads())
+}
+
+/// The cached plan for `threads` threads (planned with that count when it is made).
+fn lookup(
+    spec: &str,
+    inputs: &[Layout],
+    c: &Layout,
+    dtype: DType,
+    options: &PlanOptions,
+    threads: usize,
+) -> Result<Arc<ContractionPlan>> {
     // a hit builds no key: the hash and the comparison read the borrowed parts
     let hash = hash_of(&(spec, inputs, c, dtype, options, threads));
     let same = |k: &Key| {
@@ -55,7 +93,11 @@ pub fn cached_contraction_plan(
             && k.5 == threads
     };
     cached(cache(), hash, same, || {
-        let plan = ContractionPlan::with_options(spec, inputs, c, dtype, options)?;
+        let planned = PlanOptions {
+            threads: Some(threads),
+            ..options.clone()
+        };
+        let plan = ContractionPlan::with_options(spec, inputs, c, dtype, &planned)?;
         let key = (
             spec.to_string(),
             inputs.to_vec(),

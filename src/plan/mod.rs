@@ -15,7 +15,10 @@ mod options;
 mod path;
 mod prepare;
 
-pub use cache::{cached_contraction_plan, CONTRACTION_CACHE_CAPACITY};
+pub use cache::{
+    better_on_one_thread, cached_contraction_plan, CONTRACTION_CACHE_CAPACITY,
+    SINGLE_THREAD_BELOW_SECONDS,
+};
 pub use candidate::{Candidate, CandidateKind, GettRun, InPlaceC, Labels, StepCosts, TiledC};
 pub use contraction::ContractionPlan;
 pub(crate) use groups::{axes_of, fuse_axes, packed_layout, stride_of};

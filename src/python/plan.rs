@@ -14,7 +14,7 @@ use pyo3::types::PyDict;
 use super::arrays::{dtype_of, readonly, scalar, writable, Flight};
 use super::calls::{for_dtype, path_options};
 use super::to_py;
-use crate::plan::PlanOptions;
+use crate::plan::{better_on_one_thread, PlanOptions};
 use crate::tensor::{DType, Element, Layout, StridedView, StridedViewMut};
 use crate::threads::with_threads;
 use crate::{ContractionPath, ContractionPlan, StepTimes};
@@ -128,7 +128,8 @@ impl Plan {
         let dtype = dtype_of(dtype)?;
         let inputs = layouts(shapes, strides)?;
         let out = Layout::new(out_shape, out_strides).map_err(to_py)?;
-        let threads = Flight::enter(threads).threads();
+        let requested = threads;
+        let mut threads = Flight::enter(threads).threads();
         let options = path_options(strategy, path.clone(), memory_limit)?;
         let kind = py
             .detach(|| -> crate::Result<Kind> {
@@ -138,7 +139,15 @@ impl Plan {
                         workspace_limit,
                         ..Default::default()
                     };
-                    let p = ContractionPlan::with_options(&spec, &inputs, &out, dtype, &o)?;
+                    let mut p = ContractionPlan::with_options(&spec, &inputs, &out, dtype, &o)?;
+                    if requested == 0 && better_on_one_thread(&p) {
+                        // small work, as `einsum` runs it: on the calling thread
+                        let one = PlanOptions {
+                            threads: Some(1),
+                            ..o
+                        };
+                        p = ContractionPlan::with_options(&spec, &inputs, &out, dtype, &one)?;
+                    }
                     Ok(Kind::Single(Box::new(p)))
                 } else {
                     let shapes: Vec<&[usize]> = inputs.iter().map(Layout::dims).collect();
@@ -147,6 +156,9 @@ impl Plan {
                 }
             })
             .map_err(to_py)?;
+        if let Kind::Single(p) = &kind {
+            threads = p.threads();
+        }
         Ok(Plan {
             spec,
             dtype,

@@ -402,9 +402,12 @@ pub(crate) fn wakes_threads(threads: usize) -> bool {
     rayon::current_thread_index().is_none() || rayon::current_num_threads() != threads
 }
 
-/// Runs `f` on a rayon pool of `threads` threads (the current pool when it has that size).
+/// Runs `f` on a rayon pool of `threads` threads: right here when this thread is a worker of
+/// such a pool, else installed in one (a caller outside any pool pays one wake-up for the
+/// whole of `f`, not one per parallel region inside it: a threaded GEMM opens one per block
+/// of its depth).
 pub(crate) fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
-    if threads == rayon::current_num_threads() {
+    if !wakes_threads(threads) {
         return f();
     }
     let pool = {

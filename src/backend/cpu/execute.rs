@@ -792,9 +792,15 @@ impl<T: Element> GemmRun<'_, T> {
                 use rayon::prelude::*;
                 offsets.par_iter().for_each(|&o| block(o, 1));
             });
+        } else if cand.parallel || cand.gemm_threads == 1 || inline {
+            // small threaded GEMMs from outside the pool: one thread, no wake-up
+            for_each_index(&loop_dims, [&loop_a, &loop_b, &loop_c], |o| block(o, 1));
         } else {
-            let gt = if cand.parallel { 1 } else { cand.gemm_threads };
-            for_each_index(&loop_dims, [&loop_a, &loop_b, &loop_c], |o| block(o, gt));
+            // the threaded GEMMs run inside a pool of their size (`on_threads`)
+            let gt = cand.gemm_threads;
+            on_threads(threads, || {
+                for_each_index(&loop_dims, [&loop_a, &loop_b, &loop_c], |o| block(o, gt))
+            });
         }
         Ok(())
     }

@@ -109,3 +109,43 @@ fn lookup(
         Ok((key, Arc::new(plan)))
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::threads::with_threads;
+
+    fn plan(n: usize, threads: usize) -> Arc<ContractionPlan> {
+        let r = |d: &[usize]| Layout::row_major(d).unwrap();
+        let o = PlanOptions::default();
+        with_threads(threads, || {
+            cached_contraction_plan(
+                "ij,jk->ik",
+                &[r(&[n, n]), r(&[n, n])],
+                &r(&[n, n]),
+                DType::F64,
+                &o,
+            )
+            .unwrap()
+        })
+    }
+
+    #[test]
+    fn plans_are_cached_per_resolved_thread_count() {
+        let (one, two) = (plan(400, 1), plan(400, 2));
+        assert_eq!((one.threads(), two.threads()), (1, 2));
+        assert!(Arc::ptr_eq(&two, &plan(400, 2)));
+        assert!(!Arc::ptr_eq(&one, &two));
+    }
+
+    #[test]
+    fn small_work_from_outside_a_pool_runs_on_one_thread() {
+        assert!(crate::transpose::wakes_threads(2));
+        assert_eq!(plan(8, 2).threads(), 1);
+        let inside = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        assert_eq!(inside.install(|| plan(8, 2).threads()), 2);
+    }
+}

@@ -1,10 +1,12 @@
 //! The module's functions: einsum into an `out`, paths, transposes, threads, calibration.
 
-use ndarray::ArrayViewD;
+use ndarray::{ArrayViewD, ArrayViewMutD};
 use num_complex::Complex64;
 use std::sync::{Mutex, OnceLock};
 
-use numpy::{PyArrayDescrMethods, PyArrayDyn, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{
+    PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods,
+};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -52,8 +54,33 @@ pub(crate) fn path_options(
     })
 }
 
-/// `out = alpha * einsum(spec, operands) + beta * out`; one and two operands straight through
-/// the (cached) contraction planner, more along a path.
+/// `c = alpha * einsum(spec, views) + beta * c` with the GIL released; one and two operands
+/// straight through the (cached) contraction planner, more along a path.
+fn run_einsum<T: Element>(
+    py: Python<'_>,
+    spec: &str,
+    views: &[ArrayViewD<'_, T>],
+    c: &mut ArrayViewMutD<'_, T>,
+    (alpha, beta): (T, T),
+    options: Option<PathOptions>,
+    threads: usize,
+) -> PyResult<()> {
+    let flight = Flight::enter(threads);
+    py.detach(|| {
+        with_threads(flight.threads(), || match (views, options) {
+            ([a], None) => crate::einsum_unary_into(spec, alpha, a, beta, c),
+            ([a, b], None) => crate::contract_into(spec, alpha, a, b, beta, c),
+            (_, options) => {
+                let shapes: Vec<&[usize]> = views.iter().map(|v| v.shape()).collect();
+                let path = crate::einsum_path(spec, &shapes, &options.unwrap_or_default())?;
+                crate::einsum_along_into(&path, alpha, views, beta, c).map(|_| ())
+            }
+        })
+    })
+    .map_err(to_py)
+}
+
+/// `out = alpha * einsum(spec, operands) + beta * out` on borrowed arrays.
 fn einsum_typed<T: Element + numpy::Element>(
     py: Python<'_>,
     spec: &str,
@@ -67,20 +94,8 @@ fn einsum_typed<T: Element + numpy::Element>(
     let mut rw = writable::<T>(out)?;
     let views: Vec<ArrayViewD<'_, T>> = ro.iter().map(|r| r.as_array()).collect();
     let mut c = rw.as_array_mut();
-    let (alpha, beta) = (scalar::<T>(alpha), scalar::<T>(beta));
-    let flight = Flight::enter(threads);
-    py.detach(|| {
-        with_threads(flight.threads(), || match (&views[..], options) {
-            ([a], None) => crate::einsum_unary_into(spec, alpha, a, beta, &mut c),
-            ([a, b], None) => crate::contract_into(spec, alpha, a, b, beta, &mut c),
-            (_, options) => {
-                let shapes: Vec<&[usize]> = views.iter().map(|v| v.shape()).collect();
-                let path = crate::einsum_path(spec, &shapes, &options.unwrap_or_default())?;
-                crate::einsum_along_into(&path, alpha, &views, beta, &mut c).map(|_| ())
-            }
-        })
-    })
-    .map_err(to_py)
+    let ab = (scalar::<T>(alpha), scalar::<T>(beta));
+    run_einsum(py, spec, &views, &mut c, ab, options, threads)
 }
 
 /// `out = alpha * einsum(spec, *operands) + beta * out` for operands and `out` of one dtype
@@ -170,12 +185,23 @@ fn einsum_new_typed<'py, T: Element + numpy::Element>(
         let shapes: Vec<&[usize]> = arrays.iter().map(|a| a.shape()).collect();
         result_shape(spec, &shapes).map_err(to_py)?
     };
+    let ro = readonly::<T>(operands)?;
+    let views: Vec<ArrayViewD<'_, T>> = ro.iter().map(|r| r.as_array()).collect();
     // SAFETY: beta = 0, so the engine writes every element before anything reads one.
-    let out = unsafe { PyArrayDyn::<T>::new(py, shape, false) }.into_any();
-    let one = Complex64::new(1.0, 0.0);
-    let zero = Complex64::new(0.0, 0.0);
-    einsum_typed::<T>(py, spec, operands, &out, (one, zero), None, threads)?;
-    Ok(out)
+    let out = unsafe { PyArrayDyn::<T>::new(py, shape, false) };
+    // SAFETY: `out` was created just above; no other reference to its data exists, so this
+    // view is the only one (rust-numpy's borrow flags would only confirm that).
+    let mut c = unsafe { out.as_array_mut() };
+    run_einsum(
+        py,
+        spec,
+        &views,
+        &mut c,
+        (T::one(), T::zero()),
+        None,
+        threads,
+    )?;
+    Ok(out.into_any())
 }
 
 /// `einsum(spec, *operands)` into a new C-ordered array when every operand can be used

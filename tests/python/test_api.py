@@ -225,3 +225,13 @@ def test_einsum_path_matches_numpy_form(rng):
     assert path == ["einsum_path", (1, 2), (0, 1)]
     path1, _ = ttgt.einsum_path("ii->i", np.ones((3, 3)))
     assert path1 == ["einsum_path", (0,)]
+
+
+def test_calibrate_checks_its_arguments():
+    with pytest.raises(ValueError):
+        ttgt.calibrate("everything", store=False)
+
+
+def test_release_workspace_returns_bytes(rng):
+    ttgt.einsum("abc,cbd->ad", rng.standard_normal((30, 20, 40)), rng.standard_normal((40, 20, 30)))
+    assert ttgt.release_workspace() >= 0

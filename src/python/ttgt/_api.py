@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _arrays, _spec, _ttgt
-from ._threads import _requested
+from ._threads import _local, _requested
 
 Scalar = Union[int, float, complex, np.generic]
 
@@ -76,17 +76,11 @@ def einsum(
     >>> np.allclose(ttgt.einsum("ij,jk->ik", a, b), a @ b)
     True
     """
-    if (
-        out is None
-        and dtype is None
-        and (optimize is False or optimize is True)
-        and type(alpha) is int
-        and alpha == 1
-        and operands
-        and type(operands[0]) is str
-    ):
+    if out is None and alpha == 1 and dtype is None and type(alpha) is int and operands \
+            and type(operands[0]) is str and (optimize is False or optimize is True):
         # the common call: one dtype, arrays usable in place, a new result
-        r = _ttgt.einsum_new(operands[0], operands[1:], _requested())
+        stack = _local.stack
+        r = _ttgt.einsum_new(operands[0], operands[1:], stack[-1] if stack else 0)
         if r is not None:
             return r if r.ndim else r[()]
     if operands and type(operands[0]) is str:

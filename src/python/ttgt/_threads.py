@@ -14,7 +14,13 @@ from typing import Iterator, Optional
 
 from . import _ttgt
 
-_local = threading.local()
+class _Local(threading.local):
+    """This thread's stack of `num_threads` overrides (empty in every new thread)."""
+
+    stack: tuple = ()
+
+
+_local = _Local()
 
 
 def set_num_threads(n: Optional[int]) -> None:
@@ -28,7 +34,7 @@ def set_num_threads(n: Optional[int]) -> None:
 
 def get_num_threads() -> int:
     """Threads a call from this thread runs on when no other call is in flight."""
-    local = getattr(_local, "stack", None)
+    local = _local.stack
     if local:
         return local[-1]
     return _ttgt.num_threads_setting() or _ttgt.cpu_count()
@@ -44,19 +50,17 @@ def num_threads(n: int) -> Iterator[None]:
     """
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"the thread count must be a positive int, not {n!r}")
-    stack = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
-    stack.append(n)
+    outer = _local.stack
+    _local.stack = outer + (n,)
     try:
         yield
     finally:
-        stack.pop()
+        _local.stack = outer
 
 
 def _requested() -> int:
     """This thread's override, or 0 for the process-wide setting or the default."""
-    stack = getattr(_local, "stack", None)
+    stack = _local.stack
     return stack[-1] if stack else 0
 
 

@@ -49,7 +49,7 @@ class Plan:
         self._fallback: Optional[str] = None
         if not _arrays.supported(self._dtype):
             self._fallback = f"dtype {self._dtype} is computed by numpy.einsum"
-            self._out_shape = np.einsum(spec, *[np.zeros(s, self._dtype) for s in self._shapes]).shape
+            self._out_shape = _output_shape(spec, arrays)
             self._native = None
             return
         templates = [_arrays.operand(x, self._dtype) for x in arrays]

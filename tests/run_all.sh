@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test: the Rust suite (unit, property, error-table, CLI, numpy comparison) and the
 # Python package's (pytest: numpy, opt_einsum and PySCF comparisons). Sets up what it needs:
-# a virtual environment (TTGT_VENV, default .venv) with numpy, pytest, opt_einsum and PySCF,
+# a virtual environment (TTGT_VENV, default .venv) with numpy, pytest, opt_einsum, PySCF and mypy,
 # and the package built from this checkout. Takes about 12 minutes on 2 cores from scratch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,12 +22,15 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 py="$PWD/$venv/bin/python"
 "$py" -m pip install --quiet --upgrade pip
-"$py" -m pip install --quiet numpy pytest opt_einsum pyscf
+"$py" -m pip install --quiet numpy pytest opt_einsum pyscf mypy
 echo "== building and installing the Python package (maturin, release)"
 "$py" -m pip install --quiet .
 
 echo "== cargo test"
 PATH="$PWD/$venv/bin:$PATH" TTGT_REQUIRE_NUMPY=1 cargo test
+
+echo "== mypy src/python/ttgt"
+"$py" -m mypy --ignore-missing-imports src/python/ttgt
 
 echo "== pytest tests/python"
 (cd tests/python && TTGT_REQUIRE_PEERS=1 "$py" -m pytest -q -p no:cacheprovider .)

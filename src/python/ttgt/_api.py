@@ -3,7 +3,7 @@ by ttgt for float32, float64, complex64 and complex128, by numpy for every other
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, List, Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -11,6 +11,8 @@ from . import _arrays, _spec, _ttgt
 from ._threads import _local, _requested
 
 Scalar = Union[int, float, complex, np.generic]
+Casting = Literal["no", "equiv", "safe", "same_kind", "unsafe"]
+Order = Literal["K", "A", "C", "F"]
 
 def _output_shape(spec: str, operands: Sequence[np.ndarray]) -> Tuple[int, ...]:
     """The result's shape (cached by the extension per spec and shapes)."""
@@ -28,8 +30,8 @@ def _numpy_einsum(
     alpha: Any,
     beta: Any,
     dtype: Any,
-    order: str,
-    casting: str,
+    order: Order,
+    casting: Casting,
     optimize: Any,
 ) -> Any:
     """numpy.einsum with alpha and beta, for the dtypes ttgt does not compute in."""
@@ -49,8 +51,8 @@ def einsum(
     *operands: Any,
     out: Optional[np.ndarray] = None,
     dtype: Any = None,
-    order: str = "K",
-    casting: str = "safe",
+    order: Order = "K",
+    casting: Casting = "safe",
     optimize: Any = False,
     alpha: Scalar = 1,
     beta: Scalar = 0,
@@ -83,6 +85,7 @@ def einsum(
         r = _ttgt.einsum_new(operands[0], operands[1:], stack[-1] if stack else 0)
         if r is not None:
             return r if r.ndim else r[()]
+    ops: Sequence[Any]
     if operands and type(operands[0]) is str:
         spec, ops = operands[0], operands[1:]
     else:
@@ -163,8 +166,8 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> np.ndarray:
             ax_in, ay_in = axes
         except (TypeError, ValueError):
             raise ValueError("axes must be an int or a pair of axis sequences") from None
-        ax = [ax_in] if isinstance(ax_in, (int, np.integer)) else list(ax_in)
-        ay = [ay_in] if isinstance(ay_in, (int, np.integer)) else list(ay_in)
+        ax = [int(ax_in)] if isinstance(ax_in, (int, np.integer)) else list(ax_in)
+        ay = [int(ay_in)] if isinstance(ay_in, (int, np.integer)) else list(ay_in)
         if len(ax) != len(ay):
             raise ValueError("shape-mismatch for sum: the two axis lists differ in length")
     ax = [_axis(i, x.ndim) for i in ax]

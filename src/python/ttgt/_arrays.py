@@ -4,7 +4,7 @@ cannot be used in place."""
 from __future__ import annotations
 
 import numbers
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
@@ -32,7 +32,7 @@ def result_dtype(operands: Sequence[np.ndarray], dtype: Any, alpha: Any, beta: A
         if type(s) is not int and type(s) is not float:
             if not isinstance(s, (numbers.Number, np.generic, np.ndarray)) or isinstance(s, (bool, np.bool_)):
                 raise TypeError(f"alpha and beta must be numbers, not {type(s).__name__}")
-            dt = np.result_type(dt, s)
+            dt = np.result_type(dt, cast(Any, s))
     return dt
 
 
@@ -74,7 +74,7 @@ def scalar(s: Any, dt: np.dtype) -> complex:
         s = s[()]
     if not isinstance(s, (numbers.Number, np.generic)) or isinstance(s, (bool, np.bool_)):
         raise TypeError(f"alpha and beta must be numbers, not {type(s).__name__}")
-    c = complex(s)
+    c = complex(cast(Any, s))
     if c.imag != 0 and dt.kind != "c":
         raise TypeError(f"a complex alpha or beta ({s!r}) needs a complex dtype, not {dt}")
     return c

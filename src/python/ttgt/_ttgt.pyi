@@ -16,6 +16,7 @@ def einsum_into(
     memory_limit: Optional[int] = ...,
     threads: int = ...,
 ) -> None: ...
+def einsum_new(spec: str, operands: Tuple[Any, ...], threads: int = ...) -> Optional[np.ndarray]: ...
 def einsum_path(
     spec: str,
     shapes: List[List[int]],

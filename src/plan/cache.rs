@@ -12,8 +12,9 @@ use crate::tensor::{DType, Layout};
 /// Plans kept (least recently inserted ones are dropped first).
 pub const CONTRACTION_CACHE_CAPACITY: usize = 256;
 
-/// Spec, layouts, dtype, options and the thread count the options resolve to here.
-type Key = (String, Vec<Layout>, Layout, DType, PlanOptions, usize);
+/// Spec, layouts, dtype, options, the thread count the options resolve to here, and whether
+/// the call comes from outside a pool of that size with the count left open.
+type Key = (String, Vec<Layout>, Layout, DType, PlanOptions, usize, bool);
 
 type Cache = BoundedCache<Key, Arc<ContractionPlan>>;
 
@@ -44,11 +45,41 @@ pub fn cached_contraction_plan(
     let threads = options
         .threads
         .unwrap_or_else(crate::threads::default_threads);
-    let plan = lookup(spec, inputs, c, dtype, options, threads)?;
-    if options.threads.is_none() && better_on_one_thread(&plan) {
-        return lookup(spec, inputs, c, dtype, options, 1);
-    }
-    Ok(plan)
+    // whether the small-work rule may apply: part of the key, so a hit needs one lookup
+    let outside = options.threads.is_none() && crate::transpose::wakes_threads(threads);
+    let hash = hash_of(&(spec, inputs, c, dtype, options, threads, outside));
+    let same = |k: &Key| {
+        k.0 == spec
+            && k.1 == inputs
+            && k.2 == *c
+            && k.3 == dtype
+            && k.4 == *options
+            && k.5 == threads
+            && k.6 == outside
+    };
+    cached(cache(), hash, same, || {
+        let planned = |threads| {
+            let o = PlanOptions {
+                threads: Some(threads),
+                ..options.clone()
+            };
+            ContractionPlan::with_options(spec, inputs, c, dtype, &o)
+        };
+        let mut plan = planned(threads)?;
+        if outside && better_on_one_thread(&plan) {
+            plan = planned(1)?;
+        }
+        let key = (
+            spec.to_string(),
+            inputs.to_vec(),
+            c.clone(),
+            dtype,
+            options.clone(),
+            threads,
+            outside,
+        );
+        Ok((key, Arc::new(plan)))
+    })
 }
 
 /// Work predicted below this, at a plan's thread count, runs on one thread when the call
@@ -71,43 +102,6 @@ pub fn better_on_one_thread(plan: &ContractionPlan) -> bool {
     plan.threads() > 1
         && plan.predicted_seconds() < SINGLE_THREAD_BELOW_SECONDS
         && crate::transpose::wakes_threads(plan.threads())
-}
-
-/// The cached plan for `threads` threads (planned with that count when it is made).
-fn lookup(
-    spec: &str,
-    inputs: &[Layout],
-    c: &Layout,
-    dtype: DType,
-    options: &PlanOptions,
-    threads: usize,
-) -> Result<Arc<ContractionPlan>> {
-    // a hit builds no key: the hash and the comparison read the borrowed parts
-    let hash = hash_of(&(spec, inputs, c, dtype, options, threads));
-    let same = |k: &Key| {
-        k.0 == spec
-            && k.1 == inputs
-            && k.2 == *c
-            && k.3 == dtype
-            && k.4 == *options
-            && k.5 == threads
-    };
-    cached(cache(), hash, same, || {
-        let planned = PlanOptions {
-            threads: Some(threads),
-            ..options.clone()
-        };
-        let plan = ContractionPlan::with_options(spec, inputs, c, dtype, &planned)?;
-        let key = (
-            spec.to_string(),
-            inputs.to_vec(),
-            c.clone(),
-            dtype,
-            options.clone(),
-            threads,
-        );
-        Ok((key, Arc::new(plan)))
-    })
 }
 
 #[cfg(test)]

@@ -131,9 +131,11 @@ def test_two_python_threads_contract_at_once():
     a, b = rng.standard_normal((96, 96, 96)), rng.standard_normal((96, 96, 96))
     want = np.einsum("abc,cbd->ad", a, b)
     spans, results, errors = [], [], []
+    start_together = threading.Barrier(2)
 
     def work():
         try:
+            start_together.wait(timeout=60)
             for _ in range(4):
                 start = time.perf_counter()
                 r = ttgt.einsum("abc,cbd->ad", a, b)

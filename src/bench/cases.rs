@@ -21,6 +21,42 @@ fn bad(line: usize, what: &str) -> Error {
     Error::Unsupported(format!("benchmark table line {line}: {what}"))
 }
 
+/// The rows of a tab-separated table (`#` comments, blank lines skipped, a header row naming
+/// the columns): for each row, its 1-based line among the data lines and its fields in the
+/// order of `columns`.
+pub(super) fn table_rows<'a>(
+    text: &'a str,
+    columns: &[&str],
+) -> Result<Vec<(usize, Vec<&'a str>)>> {
+    let mut rows = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.starts_with('#') && !l.trim().is_empty());
+    let (_, header) = rows.next().ok_or_else(|| bad(0, "no header"))?;
+    let cols: Vec<&str> = header.split('\t').map(str::trim).collect();
+    let idx: Vec<usize> = columns
+        .iter()
+        .map(|name| {
+            cols.iter()
+                .position(|c| c == name)
+                .ok_or_else(|| bad(0, &format!("no column {name}")))
+        })
+        .collect::<Result<_>>()?;
+    rows.map(|(n, l)| {
+        let f: Vec<&str> = l.split('\t').map(str::trim).collect();
+        let picked = idx
+            .iter()
+            .map(|&i| {
+                f.get(i)
+                    .copied()
+                    .ok_or_else(|| bad(n + 1, "missing column"))
+            })
+            .collect::<Result<_>>()?;
+        Ok((n + 1, picked))
+    })
+    .collect()
+}
+
 fn list(s: &str, line: usize) -> Result<Vec<usize>> {
     s.split(',')
         .map(|x| {
@@ -40,34 +76,18 @@ fn list(s: &str, line: usize) -> Result<Vec<usize>> {
 /// assert_eq!(cases[0].perm, vec![1, 0]);
 /// ```
 pub fn parse_ttc(text: &str) -> Result<Vec<TransposeCase>> {
-    let mut rows = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.starts_with('#') && !l.trim().is_empty());
-    let (_, header) = rows.next().ok_or_else(|| bad(0, "no header"))?;
-    let cols: Vec<&str> = header.split('\t').collect();
-    let col = |name: &str| {
-        cols.iter()
-            .position(|c| *c == name)
-            .ok_or_else(|| bad(0, &format!("no column {name}")))
-    };
-    let (ci, cp, cs) = (col("id")?, col("rowmajor_perm")?, col("rowmajor_sizes")?);
-    rows.map(|(n, l)| {
-        let f: Vec<&str> = l.split('\t').collect();
-        let get = |c: usize| {
-            f.get(c)
-                .copied()
-                .ok_or_else(|| bad(n + 1, "missing column"))
-        };
-        let case = TransposeCase {
-            name: format!("ttc-{}", get(ci)?),
-            perm: list(get(cp)?, n + 1)?,
-            sizes: list(get(cs)?, n + 1)?,
-        };
-        crate::tensor::check_permutation(&case.perm, case.sizes.len())?;
-        Ok(case)
-    })
-    .collect()
+    table_rows(text, &["id", "rowmajor_perm", "rowmajor_sizes"])?
+        .into_iter()
+        .map(|(n, f)| {
+            let case = TransposeCase {
+                name: format!("ttc-{}", f[0]),
+                perm: list(f[1], n)?,
+                sizes: list(f[2], n)?,
+            };
+            crate::tensor::check_permutation(&case.perm, case.sizes.len())?;
+            Ok(case)
+        })
+        .collect()
 }
 
 /// All `rank!` permutations of a tensor with every extent `extent` (TTLG's test).

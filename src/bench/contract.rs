@@ -78,38 +78,18 @@ fn extents(s: &str, line: usize) -> Result<BTreeMap<char, usize>> {
 /// assert_eq!(cases[0].spec, "adb,cd->cba");
 /// ```
 pub fn parse_tccg(text: &str) -> Result<Vec<ContractCase>> {
-    let mut rows = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.starts_with('#') && !l.trim().is_empty());
-    let (_, header) = rows.next().ok_or_else(|| bad(0, "no header"))?;
-    let cols: Vec<&str> = header.split('\t').collect();
-    let col = |name: &str| {
-        cols.iter()
-            .position(|c| *c == name)
-            .ok_or_else(|| bad(0, &format!("no column {name}")))
-    };
-    let (ci, cs, c4, c8) = (
-        col("id")?,
-        col("einsum_rowmajor_equiv")?,
-        col("extents_f32")?,
-        col("extents_f64")?,
-    );
-    rows.map(|(n, l)| {
-        let f: Vec<&str> = l.split('\t').collect();
-        let get = |c: usize| {
-            f.get(c)
-                .copied()
-                .ok_or_else(|| bad(n + 1, "missing column"))
-        };
-        Ok(ContractCase {
-            name: format!("tccg-{}", get(ci)?.trim()),
-            spec: get(cs)?.trim().to_string(),
-            extents_4: extents(get(c4)?, n + 1)?,
-            extents_8: extents(get(c8)?, n + 1)?,
+    let columns = ["id", "einsum_rowmajor_equiv", "extents_f32", "extents_f64"];
+    super::cases::table_rows(text, &columns)?
+        .into_iter()
+        .map(|(n, f)| {
+            Ok(ContractCase {
+                name: format!("tccg-{}", f[0]),
+                spec: f[1].to_string(),
+                extents_4: extents(f[2], n)?,
+                extents_8: extents(f[3], n)?,
+            })
         })
-    })
-    .collect()
+        .collect()
 }
 
 /// How to run the contraction benchmark.

@@ -18,6 +18,8 @@ mod bench;
 mod bench_contract;
 #[path = "ttgt/bench_networks.rs"]
 mod bench_networks;
+#[path = "ttgt/bench_qc.rs"]
+mod bench_qc;
 #[path = "ttgt/check.rs"]
 mod check;
 #[path = "ttgt/cuda.rs"]

@@ -11,13 +11,56 @@ use crate::tensor::{zeroed, zeroed_aligned, DType, Element, Layout, StridedView,
 use crate::transpose::{on_threads, Isa, TransposeOptions, TransposePlan};
 use rayon::prelude::*;
 
+/// `n` written values: a source whose pages are real memory. A source left zeroed reads the
+/// kernel's shared zero page, which stays in cache and makes a copy look faster than memory.
+fn copy_source(n: usize) -> Result<Vec<f64>> {
+    let mut src = zeroed::<f64>(n, "copy source")?;
+    src.iter_mut().enumerate().for_each(|(i, x)| *x = i as f64);
+    Ok(src)
+}
+
 /// Best time of `repeat` copies of `bytes` bytes split across `threads` threads (fresh
 /// buffers).
 pub fn copy_seconds(bytes: usize, threads: usize, repeat: usize) -> Result<f64> {
     let n = bytes / 8;
-    let src = zeroed::<f64>(n, "copy source")?;
+    let src = copy_source(n)?;
     let mut dst = zeroed::<f64>(n, "copy destination")?;
     Ok(copy_seconds_on(&src, &mut dst, threads, repeat))
+}
+
+/// Best time of `repeat` copies of `src` into `dst` split into `threads` contiguous pieces
+/// copied in parallel, each piece by `copy` (which returns false where it cannot copy: the
+/// time is then infinite).
+fn chunked_copy_seconds<T: Copy + Send + Sync>(
+    src: &[T],
+    dst: &mut [T],
+    threads: usize,
+    repeat: usize,
+    copy: impl Fn(&[T], &mut [T]) -> bool + Sync,
+) -> f64 {
+    let n = src.len().min(dst.len());
+    let (src, dst) = (&src[..n], &mut dst[..n]);
+    let chunk = n.div_ceil(threads.max(1)).max(1);
+    let mut best = f64::INFINITY;
+    for _ in 0..repeat.max(1) {
+        let t = Instant::now();
+        let copied = if threads <= 1 {
+            copy(src, dst)
+        } else {
+            on_threads(threads, || {
+                dst.par_chunks_mut(chunk)
+                    .zip(src.par_chunks(chunk))
+                    .map(|(d, s)| copy(s, d))
+                    .reduce(|| true, |a, b| a && b)
+            })
+        };
+        if !copied {
+            return f64::INFINITY;
+        }
+        best = best.min(t.elapsed().as_secs_f64());
+        std::hint::black_box(&mut *dst);
+    }
+    best
 }
 
 /// Best time of `repeat` copies `dst.copy_from_slice(src)` (the platform's memcpy), split
@@ -28,25 +71,56 @@ pub fn copy_seconds_on<T: Copy + Send + Sync>(
     threads: usize,
     repeat: usize,
 ) -> f64 {
-    let n = src.len().min(dst.len());
-    let (src, dst) = (&src[..n], &mut dst[..n]);
-    let chunk = n.div_ceil(threads.max(1)).max(1);
-    let mut best = f64::INFINITY;
-    for _ in 0..repeat.max(1) {
-        let t = Instant::now();
-        if threads <= 1 {
-            dst.copy_from_slice(src);
-        } else {
-            on_threads(threads, || {
-                dst.par_chunks_mut(chunk)
-                    .zip(src.par_chunks(chunk))
-                    .for_each(|(d, s)| d.copy_from_slice(s));
-            });
-        }
-        best = best.min(t.elapsed().as_secs_f64());
-        std::hint::black_box(&mut *dst);
-    }
-    best
+    chunked_copy_seconds(src, dst, threads, repeat, |s, d| {
+        d.copy_from_slice(s);
+        true
+    })
+}
+
+/// Best time of `repeat` copies of `src` into `dst` (equal lengths) split into `threads`
+/// contiguous pieces, each piece copied by non-temporal (streaming) stores; infinite where
+/// the CPU has no streaming copy.
+pub fn streaming_copy_seconds_on<T: Copy + Send + Sync>(
+    src: &[T],
+    dst: &mut [T],
+    threads: usize,
+    repeat: usize,
+) -> f64 {
+    chunked_copy_seconds(src, dst, threads, repeat, crate::transpose::streaming_copy)
+}
+
+/// The machine's best copy of `src` into `dst` on `threads` threads: the faster of the
+/// platform's memcpy ([`copy_seconds_on`]) and a streaming-store copy
+/// ([`streaming_copy_seconds_on`]), best of `repeat` rounds that each run both.
+///
+/// ```
+/// let src = vec![1.0f64; 1 << 16];
+/// let mut dst = vec![0.0f64; 1 << 16];
+/// let s = ttgt::model::best_copy_seconds_on(&src, &mut dst, 1, 2);
+/// assert!(s > 0.0 && s.is_finite());
+/// assert_eq!(dst, src);
+/// ```
+pub fn best_copy_seconds_on<T: Copy + Send + Sync>(
+    src: &[T],
+    dst: &mut [T],
+    threads: usize,
+    repeat: usize,
+) -> f64 {
+    (0..repeat.max(1))
+        .map(|_| {
+            copy_seconds_on(src, dst, threads, 1)
+                .min(streaming_copy_seconds_on(src, dst, threads, 1))
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// [`best_copy_seconds_on`] for `bytes` bytes in fresh buffers (the source written first, so
+/// that its pages are real memory, not the shared zero page).
+pub fn best_copy_seconds(bytes: usize, threads: usize, repeat: usize) -> Result<f64> {
+    let n = bytes / 8;
+    let src = copy_source(n)?;
+    let mut dst = zeroed::<f64>(n, "copy destination")?;
+    Ok(best_copy_seconds_on(&src, &mut dst, threads, repeat))
 }
 
 /// Copy bandwidth (GB/s, bytes read + written) for 1..=`available_parallelism` threads,
@@ -59,10 +133,7 @@ pub fn probe_copy(bytes: usize) -> Vec<f64> {
         .map_or(1, |n| n.get())
         .min(64);
     let n = (bytes / 8).max(1);
-    let (Ok(src), Ok(mut dst)) = (
-        zeroed::<f64>(n, "copy source"),
-        zeroed::<f64>(n, "copy destination"),
-    ) else {
+    let (Ok(src), Ok(mut dst)) = (copy_source(n), zeroed::<f64>(n, "copy destination")) else {
         return vec![10.0; max];
     };
     let mut best = vec![f64::INFINITY; max];

@@ -11,8 +11,9 @@ pub(crate) mod profile;
 mod transpose;
 
 pub use calibrate::{
-    calibrate, copy_seconds, copy_seconds_on, probe_copy, probe_far_row_prefetch,
-    probe_line_tile_stores, probe_scatter_regroup,
+    best_copy_seconds, best_copy_seconds_on, calibrate, copy_seconds, copy_seconds_on, probe_copy,
+    probe_far_row_prefetch, probe_line_tile_stores, probe_scatter_regroup,
+    streaming_copy_seconds_on,
 };
 pub use concurrency::{ConcurrentGemm, OperandSource, ShapeFactor};
 pub use gemm::{

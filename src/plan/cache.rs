@@ -82,6 +82,17 @@ pub fn cached_contraction_plan(
     })
 }
 
+/// Drops every cached contraction plan and transposition plan, so that the next call of
+/// each shape plans again (what a first call costs).
+///
+/// ```
+/// ttgt::plan::clear_plan_caches();
+/// ```
+pub fn clear_plan_caches() {
+    cache().lock().unwrap_or_else(|e| e.into_inner()).clear();
+    crate::transpose::clear_plan_cache();
+}
+
 /// Work predicted below this, at a plan's thread count, runs on one thread when the call
 /// comes from outside a rayon pool of that size and its options leave the count open.
 /// Rationale: below it, waking the workers and competing with the caller's own threads cost

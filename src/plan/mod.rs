@@ -16,7 +16,7 @@ mod path;
 mod prepare;
 
 pub use cache::{
-    better_on_one_thread, cached_contraction_plan, CONTRACTION_CACHE_CAPACITY,
+    better_on_one_thread, cached_contraction_plan, clear_plan_caches, CONTRACTION_CACHE_CAPACITY,
     SINGLE_THREAD_BELOW_SECONDS,
 };
 pub use candidate::{Candidate, CandidateKind, GettRun, InPlaceC, Labels, StepCosts, TiledC};

@@ -21,6 +21,15 @@ fn cache() -> &'static Mutex<Cache> {
     CACHE.get_or_init(|| Mutex::new(BoundedCache::new(PLAN_CACHE_CAPACITY)))
 }
 
+/// Drops every cached transposition plan (the next call of each shape plans again).
+///
+/// ```
+/// ttgt::transpose::clear_plan_cache();
+/// ```
+pub fn clear_plan_cache() {
+    cache().lock().unwrap_or_else(|e| e.into_inner()).clear();
+}
+
 /// The heuristic plan for these arguments, from the cache or made and stored.
 ///
 /// ```

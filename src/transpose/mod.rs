@@ -14,7 +14,8 @@ mod plan;
 mod problem;
 mod strided;
 
-pub use cache::{cached_plan, transpose, PLAN_CACHE_CAPACITY};
+pub use cache::{cached_plan, clear_plan_cache, transpose, PLAN_CACHE_CAPACITY};
+pub(crate) use kernel::streaming_copy;
 pub use kernel::Isa;
 pub use plan::{
     far_row_prefetch, line_tile_streaming, scatter_regroup, set_far_row_prefetch,

@@ -16,9 +16,18 @@ use crate::say;
 /// Arguments of `ttgt bench contract`.
 #[derive(Args, Debug)]
 pub struct ContractBenchArgs {
-    /// A TCCG-format table (default: the TCCG benchmark shipped in benches/data).
-    #[arg(long, value_name = "FILE.tsv")]
+    /// A TCCG-format table (default: the TCCG benchmark shipped in benches/data), or `qc`:
+    /// the einsum calls of PySCF coupled-cluster runs (benches/data/qc_contractions.tsv, or a
+    /// file in its format), each beside numpy and its roofline bound.
+    #[arg(long, value_name = "FILE.tsv|qc")]
     pub cases: Option<PathBuf>,
+    /// With the qc table: the same calls for a molecule of O occupied and V virtual orbitals.
+    #[arg(long, value_name = "O,V")]
+    pub orbitals: Option<String>,
+    /// With the qc table: the Python interpreter whose numpy is timed beside (default:
+    /// python3; the numpy column is left out when it cannot import numpy).
+    #[arg(long, value_name = "PATH")]
+    pub python: Option<String>,
     /// Element type: f32, f64, c32 or c64 (f32 uses the table's 4-byte extents, the others
     /// its 8-byte ones).
     #[arg(long, value_name = "TYPE", default_value = "f64")]
@@ -44,7 +53,8 @@ pub struct ContractBenchArgs {
     /// Force the GEMM library (matrixmultiply, gemm, or ttgt: our own, which also enables the GETT candidate).
     #[arg(long, value_name = "LIB")]
     pub gemm: Option<String>,
-    /// Run only these TCCG ids (comma list) or cases whose name contains this text.
+    /// Run only these TCCG ids (comma list) or cases whose name contains this text; with the
+    /// qc table, case ids or runs (`water/cc-pvtz`).
     #[arg(long, value_name = "IDS")]
     pub only: Option<String>,
     /// One JSON object per case and one summary object, one per line.
@@ -121,8 +131,14 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
             "--measure applies to --backend cuda only (the CPU bench times candidates with --all-candidates)",
         ));
     }
-    let dtype: DType = a.dtype.parse().map_err(CliError::new)?;
     let threads = crate::bench::bench_threads(a.threads)?;
+    if let Some(text) = crate::bench_qc::is_qc(a.cases.as_deref())? {
+        return crate::bench_qc::qc(a, &text, threads);
+    }
+    if a.orbitals.is_some() || a.python.is_some() {
+        return Err(CliError::new("--orbitals and --python apply to --cases qc"));
+    }
+    let dtype: DType = a.dtype.parse().map_err(CliError::new)?;
     crate::bench::check_scale(a.scale)?;
     let text = match &a.cases {
         Some(p) => std::fs::read_to_string(p)

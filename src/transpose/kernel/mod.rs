@@ -679,6 +679,28 @@ pub(crate) static SEAM_LINES: std::sync::atomic::AtomicUsize =
 pub(crate) static JOINED_BATCHES: std::sync::atomic::AtomicUsize =
     std::sync::atomic::AtomicUsize::new(0);
 
+/// Copies `src` into `dst` (equal lengths) with the best ISA's non-temporal stores and
+/// fences; returns false, copying nothing, when the CPU has no streaming copy.
+pub(crate) fn streaming_copy<T: Copy>(src: &[T], dst: &mut [T]) -> bool {
+    assert_eq!(src.len(), dst.len(), "streaming_copy: lengths differ");
+    let Some(copy) = stream_copy(Isa::detect()) else {
+        return false;
+    };
+    // SAFETY: `copy` is available on this CPU (`stream_copy` checked); `src` is readable and
+    // `dst` writable for `size_of_val(src)` bytes, and they cannot overlap (one is borrowed
+    // shared, the other exclusively); the fence orders the non-temporal stores before any
+    // later read.
+    unsafe {
+        copy(
+            src.as_ptr().cast(),
+            dst.as_mut_ptr().cast(),
+            std::mem::size_of_val(src),
+        )
+    };
+    store_fence();
+    true
+}
+
 /// A streaming byte copy for `isa` (non-temporal stores on whole lines), if it has one.
 pub(crate) fn stream_copy(isa: Isa) -> Option<unsafe fn(*const u8, *mut u8, usize)> {
     #[cfg(target_arch = "x86_64")]

@@ -1,17 +1,20 @@
 """The numpy side of ``ttgt bench contract --cases qc`` (run by the ``ttgt`` binary, which
-embeds this file): reads the cases as JSON on standard input and prints one JSON line per
-case with numpy's time per call.
+embeds this file), driven one request per line on standard input, one JSON answer per line:
 
-Each case is timed three ways, on operands with the recorded shapes and strides:
-``numpy.einsum(..., optimize=True)``, ``numpy.einsum(..., optimize=False)`` (numpy's
-default) and, when PySCF is importable, ``pyscf.lib.einsum``; the fastest is the peer. The
-first call of each and the best mean of batches of repeated calls are reported, as the
-ttgt side does. Threads for numpy's BLAS come from the environment the binary sets.
+- ``{"op": "start", "case": {...}}`` makes the operands (recorded shapes and strides), calls
+  each way once (the first call) and once more to size its batches;
+- ``{"op": "round"}`` times one batch of repeated calls of each way, so that the binary can
+  interleave numpy's rounds with its own.
+
+The ways: ``numpy.einsum(..., optimize=True)``, ``numpy.einsum(..., optimize=False)``
+(numpy's default) and, when PySCF is importable, ``pyscf.lib.einsum``; the binary takes the
+fastest as the peer. Threads for numpy's BLAS come from the environment the binary sets.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from typing import Any, Callable, Dict, List
@@ -26,48 +29,48 @@ def operand(shape: List[int], strides: List[int], dtype: Any, seed: int) -> Any:
     return np.lib.stride_tricks.as_strided(base, shape, [s * item for s in strides])
 
 
-def timed(fn: Callable[[], Any], repeat: int, batch_seconds: float) -> Dict[str, float]:
-    t = time.perf_counter()
-    fn()
-    first = time.perf_counter() - t
-    t = time.perf_counter()
-    fn()
-    once = max(time.perf_counter() - t, 1e-8)
-    per_batch = max(1, min(1 << 20, int(batch_seconds / once + 0.999))) if once < batch_seconds else 1
-    best = float("inf")
-    for _ in range(max(1, repeat)):
-        t = time.perf_counter()
-        for _ in range(per_batch):
-            fn()
-        best = min(best, (time.perf_counter() - t) / per_batch)
-    return {"first_seconds": first, "seconds": best}
-
-
 def main() -> None:
     import numpy as np
 
-    repeat, batch_seconds = int(sys.argv[1]), float(sys.argv[2])
+    batch_seconds = float(sys.argv[1])
     try:
         from pyscf import lib
 
-        pyscf_einsum = lib.einsum
+        pyscf_einsum: Any = lib.einsum
     except Exception:
         pyscf_einsum = None
-    cases = json.load(sys.stdin)
-    for case in cases:
-        dtype = np.dtype(case["dtype"])
-        ops = [operand(s, t, dtype, i + 1) for i, (s, t) in enumerate(zip(case["shapes"], case["strides"]))]
-        spec = case["spec"]
-        ways: Dict[str, Callable[[], Any]] = {
-            "numpy.einsum(optimize=True)": lambda: np.einsum(spec, *ops, optimize=True),
-            "numpy.einsum": lambda: np.einsum(spec, *ops),
-        }
-        if pyscf_einsum is not None:
-            ways["pyscf.lib.einsum"] = lambda: pyscf_einsum(spec, *ops)
-        results = {name: timed(fn, repeat, batch_seconds) for name, fn in ways.items()}
-        best = min(results, key=lambda k: results[k]["seconds"])
-        print(json.dumps({"name": case["name"], "peer": best, **results[best],
-                          "all": {k: v["seconds"] for k, v in results.items()}}), flush=True)
+    ways: Dict[str, Callable[[], Any]] = {}
+    per_batch: Dict[str, int] = {}
+    for line in sys.stdin:
+        req = json.loads(line)
+        out: Dict[str, float] = {}
+        if req["op"] == "start":
+            case = req["case"]
+            dtype = np.dtype(case["dtype"])
+            ops = [operand(s, t, dtype, i + 1) for i, (s, t) in enumerate(zip(case["shapes"], case["strides"]))]
+            spec = case["spec"]
+            ways = {
+                "numpy.einsum(optimize=True)": lambda: np.einsum(spec, *ops, optimize=True),
+                "numpy.einsum": lambda: np.einsum(spec, *ops),
+            }
+            if pyscf_einsum is not None:
+                ways["pyscf.lib.einsum"] = lambda: pyscf_einsum(spec, *ops)
+            for name, fn in ways.items():
+                t = time.perf_counter()
+                fn()
+                out[name] = time.perf_counter() - t
+                t = time.perf_counter()
+                fn()
+                once = max(time.perf_counter() - t, 1e-8)
+                per_batch[name] = max(1, min(1 << 20, math.ceil(batch_seconds / once)))
+        else:
+            for name, fn in ways.items():
+                n = per_batch[name]
+                t = time.perf_counter()
+                for _ in range(n):
+                    fn()
+                out[name] = (time.perf_counter() - t) / n
+        print(json.dumps(out), flush=True)
 
 
 if __name__ == "__main__":

@@ -19,5 +19,5 @@ pub use inplace::{bench_inplace, inplace_cases, InPlaceBenchOptions, InPlaceCase
 pub use networks::{
     bench_network, parse_networks, NetworkBenchOptions, NetworkCase, NetworkResult, NETWORKS_TSV,
 };
-pub use qc::{bench_qc, parse_qc, MachineLimits, QcBenchOptions, QcCase, QcResult, QC_TSV};
+pub use qc::{bench_qc, parse_qc, MachineLimits, QcBenchOptions, QcCase, QcResult, QcRun, QC_TSV};
 pub use transpose::{bench_transpose, TransposeBenchOptions, TransposeResult};

@@ -15,8 +15,10 @@ use super::contract::fill;
 use crate::backend::cpu::GemmTimer;
 use crate::error::{Error, Result};
 use crate::model::{best_copy_seconds, GemmLayout, GemmLibrary};
-use crate::plan::{clear_plan_caches, PathOptions};
-use crate::tensor::{DType, Element};
+use crate::plan::{
+    cached_contraction_plan, clear_plan_caches, ContractionPath, PathOptions, PlanOptions,
+};
+use crate::tensor::{DType, Element, Layout};
 
 /// The quantum-chemistry contraction table (PySCF RCCSD, UCCSD, GCCSD and CCSD(T) on small
 /// molecules in double- and triple-zeta bases).
@@ -254,6 +256,8 @@ pub struct QcResult {
     pub first_seconds: f64,
     /// Seconds per call, repeated (best batch mean).
     pub seconds: f64,
+    /// For a two-operand call, the plan it ran: threads, predicted seconds, summary.
+    pub plan: Option<(usize, f64, String)>,
 }
 
 impl QcResult {
@@ -274,80 +278,168 @@ fn span(shape: &[usize], strides: &[isize]) -> usize {
         .sum::<usize>()
 }
 
-fn run_typed<T: Element>(case: &QcCase, o: &QcBenchOptions) -> Result<QcResult> {
-    let name = &case.name;
-    if case.strides.iter().flatten().any(|&s| s <= 0) {
-        return Err(Error::Unsupported(format!(
-            "{name}: only positive strides can be replayed"
-        )));
-    }
-    let buffers: Vec<Vec<T>> = case
-        .shapes
-        .iter()
-        .zip(&case.strides)
-        .enumerate()
-        .map(|(i, (s, t))| fill::<T>(span(s, t), i + 1, "qc operand"))
-        .collect::<Result<_>>()?;
-    let views: Vec<ArrayViewD<'_, T>> = buffers
-        .iter()
-        .zip(case.shapes.iter().zip(&case.strides))
-        .map(|(buf, (s, t))| {
-            let strides: Vec<usize> = t.iter().map(|&x| x as usize).collect();
-            ArrayViewD::from_shape(IxDyn(s).strides(IxDyn(&strides)), buf)
-                .map_err(|e| Error::Layout(format!("{name}: {e}")))
-        })
-        .collect::<Result<_>>()?;
-    let shapes: Vec<&[usize]> = case.shapes.iter().map(Vec::as_slice).collect();
-    let out_shape = crate::output_shape(&case.spec, &shapes)?;
-    let mut c = ArrayD::<T>::zeros(IxDyn(&out_shape));
-    let path = crate::einsum_path(&case.spec, &shapes, &PathOptions::default())?;
-    let flops = path.flops().max(0.0) * T::DTYPE.flops_per_fma() / 2.0;
-    let elems: usize = case
-        .shapes
-        .iter()
-        .map(|s| s.iter().product::<usize>())
-        .sum::<usize>()
-        + out_shape.iter().product::<usize>();
-    let bytes = (elems * std::mem::size_of::<T>()) as f64;
-    // The call as a client makes it: one and two operands straight to the library, more
-    // along a path made once (the Python package caches paths the same way).
-    let call = |c: &mut ArrayD<T>| -> Result<()> {
-        crate::threads::with_threads(o.threads, || match views.as_slice() {
-            [a] => crate::einsum_unary_into(&case.spec, T::one(), a, T::zero(), c),
-            [a, b] => crate::contract_into(&case.spec, T::one(), a, b, T::zero(), c),
-            _ => crate::einsum_along_into(&path, T::one(), &views, T::zero(), c).map(|_| ()),
-        })
-    };
-    clear_plan_caches();
-    let t = Instant::now();
-    call(&mut c)?;
-    let first_seconds = t.elapsed().as_secs_f64();
-    let mut per_batch = 1usize;
-    let t = Instant::now();
-    call(&mut c)?;
-    let once = t.elapsed().as_secs_f64().max(1e-8);
-    if once < o.batch_seconds {
-        per_batch = ((o.batch_seconds / once).ceil() as usize).clamp(1, 1 << 20);
-    }
-    let mut seconds = f64::INFINITY;
-    for _ in 0..o.repeat.max(1) {
-        let t = Instant::now();
-        for _ in 0..per_batch {
-            call(&mut c)?;
-        }
-        seconds = seconds.min(t.elapsed().as_secs_f64() / per_batch as f64);
-    }
-    std::hint::black_box(&c);
-    Ok(QcResult {
-        case: case.clone(),
-        flops,
-        bytes,
-        first_seconds,
-        seconds,
-    })
+/// One case's operands, result and path, replayed by [`QcRun`].
+struct Replay<T: Element> {
+    case: QcCase,
+    buffers: Vec<Vec<T>>,
+    out: ArrayD<T>,
+    path: ContractionPath,
+    threads: usize,
 }
 
-/// Replays one recorded call: its first call, then batches of repeated calls.
+/// A replay with its element type erased.
+trait Calls {
+    /// Runs the call `times` times in a row; seconds per call.
+    fn calls(&mut self, times: usize) -> Result<f64>;
+    /// The cached plan a two-operand call runs: threads, prediction and summary.
+    fn plan(&self) -> Option<(usize, f64, String)>;
+}
+
+impl<T: Element> Replay<T> {
+    fn new(case: &QcCase, threads: usize) -> Result<(Self, f64, f64)> {
+        let name = &case.name;
+        if case.strides.iter().flatten().any(|&s| s <= 0) {
+            return Err(Error::Unsupported(format!(
+                "{name}: only positive strides can be replayed"
+            )));
+        }
+        let buffers: Vec<Vec<T>> = case
+            .shapes
+            .iter()
+            .zip(&case.strides)
+            .enumerate()
+            .map(|(i, (s, t))| fill::<T>(span(s, t), i + 1, "qc operand"))
+            .collect::<Result<_>>()?;
+        let shapes: Vec<&[usize]> = case.shapes.iter().map(Vec::as_slice).collect();
+        let out_shape = crate::output_shape(&case.spec, &shapes)?;
+        let path = crate::einsum_path(&case.spec, &shapes, &PathOptions::default())?;
+        let flops = path.flops().max(0.0) * T::DTYPE.flops_per_fma() / 2.0;
+        let elems: usize = shapes
+            .iter()
+            .map(|s| s.iter().product::<usize>())
+            .sum::<usize>()
+            + out_shape.iter().product::<usize>();
+        let bytes = (elems * std::mem::size_of::<T>()) as f64;
+        let replay = Replay {
+            case: case.clone(),
+            buffers,
+            out: ArrayD::<T>::zeros(IxDyn(&out_shape)),
+            path,
+            threads,
+        };
+        Ok((replay, flops, bytes))
+    }
+}
+
+impl<T: Element> Calls for Replay<T> {
+    fn calls(&mut self, times: usize) -> Result<f64> {
+        let case = &self.case;
+        let views: Vec<ArrayViewD<'_, T>> = self
+            .buffers
+            .iter()
+            .zip(case.shapes.iter().zip(&case.strides))
+            .map(|(buf, (s, t))| {
+                let strides: Vec<usize> = t.iter().map(|&x| x as usize).collect();
+                ArrayViewD::from_shape(IxDyn(s).strides(IxDyn(&strides)), buf)
+                    .map_err(|e| Error::Layout(format!("{}: {e}", case.name)))
+            })
+            .collect::<Result<_>>()?;
+        let (path, c, spec) = (&self.path, &mut self.out, case.spec.as_str());
+        // The call as a client makes it: one and two operands straight to the library, more
+        // along a path made once (the Python package caches paths the same way).
+        let t = Instant::now();
+        for _ in 0..times {
+            crate::threads::with_threads(self.threads, || match views.as_slice() {
+                [a] => crate::einsum_unary_into(spec, T::one(), a, T::zero(), c),
+                [a, b] => crate::contract_into(spec, T::one(), a, b, T::zero(), c),
+                _ => crate::einsum_along_into(path, T::one(), &views, T::zero(), c).map(|_| ()),
+            })?;
+        }
+        let seconds = t.elapsed().as_secs_f64() / times.max(1) as f64;
+        std::hint::black_box(&self.out);
+        Ok(seconds)
+    }
+
+    fn plan(&self) -> Option<(usize, f64, String)> {
+        let [a, b] = self.case.shapes.as_slice() else {
+            return None;
+        };
+        let [sa, sb] = self.case.strides.as_slice() else {
+            return None;
+        };
+        let layout = |d: &[usize], s: &[isize]| Layout::new(d.to_vec(), s.to_vec()).ok();
+        let inputs = [layout(a, sa)?, layout(b, sb)?];
+        let c = Layout::of(&self.out);
+        let spec = &self.case.spec;
+        // the same key as the calls' lookups (same thread, same override): a cache hit
+        let plan = crate::threads::with_threads(self.threads, || {
+            cached_contraction_plan(spec, &inputs, &c, T::DTYPE, &PlanOptions::default())
+        })
+        .ok()?;
+        let summary = plan.chosen().map(|c| c.summary()).unwrap_or_default();
+        Some((plan.threads(), plan.predicted_seconds(), summary))
+    }
+}
+
+/// A case being replayed: made by its first call, then timed in rounds of batches, so that
+/// a caller can interleave its rounds with a peer's.
+pub struct QcRun {
+    replay: Box<dyn Calls>,
+    per_batch: usize,
+    result: QcResult,
+}
+
+impl QcRun {
+    /// Allocates the operands, drops every cached plan, and makes the first call (timed:
+    /// planning and first touches included) and a second one to size the batches.
+    pub fn start(case: &QcCase, o: &QcBenchOptions) -> Result<QcRun> {
+        fn boxed<T: Element>(c: &QcCase, t: usize) -> Result<(Box<dyn Calls>, f64, f64)> {
+            let (r, flops, bytes) = Replay::<T>::new(c, t)?;
+            Ok((Box::new(r), flops, bytes))
+        }
+        let (mut replay, flops, bytes) = match case.dtype {
+            DType::F32 => boxed::<f32>(case, o.threads)?,
+            DType::F64 => boxed::<f64>(case, o.threads)?,
+            DType::C32 => boxed::<Complex32>(case, o.threads)?,
+            DType::C64 => boxed::<Complex64>(case, o.threads)?,
+        };
+        clear_plan_caches();
+        let first_seconds = replay.calls(1)?;
+        let once = replay.calls(1)?.max(1e-8);
+        let per_batch = if once < o.batch_seconds {
+            ((o.batch_seconds / once).ceil() as usize).clamp(1, 1 << 20)
+        } else {
+            1
+        };
+        let plan = replay.plan();
+        Ok(QcRun {
+            replay,
+            per_batch,
+            result: QcResult {
+                case: case.clone(),
+                flops,
+                bytes,
+                first_seconds,
+                seconds: f64::INFINITY,
+                plan,
+            },
+        })
+    }
+
+    /// One timed batch; the best batch's time per call is kept.
+    pub fn round(&mut self) -> Result<f64> {
+        let s = self.replay.calls(self.per_batch)?;
+        self.result.seconds = self.result.seconds.min(s);
+        Ok(s)
+    }
+
+    /// The result so far.
+    pub fn result(&self) -> &QcResult {
+        &self.result
+    }
+}
+
+/// Replays one recorded call: its first call, then `repeat` batches of repeated calls.
 ///
 /// ```
 /// use ttgt::bench::{bench_qc, parse_qc, QcBenchOptions, QC_TSV};
@@ -356,10 +448,9 @@ fn run_typed<T: Element>(case: &QcCase, o: &QcBenchOptions) -> Result<QcResult> 
 /// assert!(r.seconds > 0.0 && r.first_seconds > 0.0 && r.bytes > 0.0);
 /// ```
 pub fn bench_qc(case: &QcCase, o: &QcBenchOptions) -> Result<QcResult> {
-    match case.dtype {
-        DType::F32 => run_typed::<f32>(case, o),
-        DType::F64 => run_typed::<f64>(case, o),
-        DType::C32 => run_typed::<Complex32>(case, o),
-        DType::C64 => run_typed::<Complex64>(case, o),
+    let mut run = QcRun::start(case, o)?;
+    for _ in 0..o.repeat.max(1) {
+        run.round()?;
     }
+    Ok(run.result().clone())
 }

@@ -359,31 +359,9 @@ fn install_panic_hook() {
     }));
 }
 
-/// matrixmultiply sizes its own thread pool once per process, from `MATMUL_NUM_THREADS`, at
-/// its first threaded GEMM (otherwise up to 4 threads, whatever the plan's thread count). A
-/// `--threads N` on the command line bounds it too, unless the user set the variable: a
-/// one-thread bench then really runs every GEMM on one thread.
-fn bound_matrixmultiply_threads(cli: &Cli) {
-    let threads = match &cli.command {
-        Commands::Contract(a) => a.threads,
-        Commands::Bench(bench::BenchCommand::Transpose(a)) => a.threads,
-        Commands::Bench(bench::BenchCommand::Contract(a)) => a.threads,
-        Commands::Bench(bench::BenchCommand::Inplace(a)) => a.threads,
-        Commands::Bench(bench::BenchCommand::Networks(a)) => a.threads,
-        Commands::Calibrate(a) => a.threads,
-    };
-    if let Some(n) = threads.filter(|&n| n >= 1) {
-        if std::env::var_os("MATMUL_NUM_THREADS").is_none() {
-            // Still single-threaded here: no thread pool or GEMM has started yet.
-            std::env::set_var("MATMUL_NUM_THREADS", n.to_string());
-        }
-    }
-}
-
 fn main() -> ExitCode {
     install_panic_hook();
     let cli = Cli::parse();
-    bound_matrixmultiply_threads(&cli);
     let result = match &cli.command {
         Commands::Contract(args) => contract(args),
         Commands::Bench(bench::BenchCommand::Transpose(args)) => {

@@ -34,7 +34,7 @@ use crate::tensor::DType;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum GemmLibrary {
-    /// The `matrixmultiply` crate (its own thread pool, `MATMUL_NUM_THREADS`, at most 4).
+    /// The `matrixmultiply` crate (single-threaded calls; threads cut C into blocks).
     MatrixMultiply,
     /// The `gemm` crate (AVX-512 kernels with `x86-v4`, rayon-parallel).
     Gemm,
@@ -533,8 +533,15 @@ pub fn gemm_seconds(
     threads: usize,
 ) -> f64 {
     let p = profile();
-    gemv_seconds(&p, dtype, (m, n, k), threads)
-        .unwrap_or_else(|| gemm_coeffs(&p, library, dtype, threads).seconds(m, n, k))
+    gemv_seconds(&p, dtype, (m, n, k), threads).unwrap_or_else(|| {
+        gemm_coeffs(
+            &p,
+            library,
+            dtype,
+            super::gemm_grid_threads(m, n, k, threads),
+        )
+        .seconds(m, n, k)
+    })
 }
 
 /// Predicted seconds of a matrix-vector product (a GEMM call with `m == 1` or `n == 1`),
@@ -584,6 +591,7 @@ pub fn gemm_seconds_strided(
         return t;
     }
     let (layout, m, n) = GemmLayout::classify((m, n, k), a, b, c);
+    let threads = super::gemm_grid_threads(m, n, k, threads);
     gemm_coeffs_in(&p, library, dtype, threads, layout).seconds(m, n, k)
 }
 

@@ -6,6 +6,7 @@
 mod calibrate;
 mod concurrency;
 mod gemm;
+mod gemm_grid;
 mod gett;
 pub(crate) mod profile;
 mod transpose;
@@ -20,6 +21,7 @@ pub use gemm::{
     gemm_coeffs, gemm_coeffs_in, gemm_seconds, gemm_seconds_strided, gemm_training_shapes,
     gemv_seconds, GemmCoeffs, GemmLayout, GemmLibrary, AVX512_GEMM_CRATE_FACTOR,
 };
+pub use gemm_grid::{gemm_grid, gemm_grid_range, gemm_grid_threads, GEMM_MIN_BLOCK_FMAS};
 pub use gett::{
     gett_blocking, gett_depth, gett_orient, gett_oriented, gett_seconds, gett_simd_available,
     gett_work, GettBlocking, GettIndex, GettOrder, GettWork,

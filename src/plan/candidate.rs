@@ -686,8 +686,10 @@ impl CallPrice {
         gt: usize,
     ) -> f64 {
         let (m, n, k) = self.mnk;
-        let single = gemv_seconds(p, dtype, self.mnk, gt)
-            .unwrap_or_else(|| gemm_coeffs_in(p, library, dtype, gt, self.layout).seconds(m, n, k));
+        let single = gemv_seconds(p, dtype, self.mnk, gt).unwrap_or_else(|| {
+            let used = crate::model::gemm_grid_threads(m, n, k, gt);
+            gemm_coeffs_in(p, library, dtype, used, self.layout).seconds(m, n, k)
+        });
         let slowdown = p.gemm_concurrency_at(
             library,
             dtype,

@@ -3,11 +3,11 @@
 //! beside its roofline bound, with call-weighted totals per run.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{json, Value};
-use ttgt::bench::{bench_qc, parse_qc, MachineLimits, QcBenchOptions, QcCase, QcResult, QC_TSV};
+use ttgt::bench::{parse_qc, MachineLimits, QcBenchOptions, QcCase, QcResult, QcRun, QC_TSV};
 
 use crate::bench_contract::ContractBenchArgs;
 use crate::error::{CliError, CliResult};
@@ -32,54 +32,77 @@ pub fn is_qc(cases: Option<&std::path::Path>) -> CliResult<Option<String>> {
         .then_some(text))
 }
 
-/// numpy's times per case name, or why there are none.
-fn numpy_times(
-    python: &str,
-    cases: &[&QcCase],
-    threads: usize,
-    repeat: usize,
-) -> Result<HashMap<String, Value>, String> {
-    let input: Vec<Value> = cases
-        .iter()
-        .map(|c| {
-            json!({"name": c.name, "spec": c.spec, "shapes": c.shapes, "strides": c.strides,
-                   "dtype": numpy_dtype(c.dtype)})
+/// The numpy side: a Python child answering one request per line.
+struct Peer {
+    child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+    python: String,
+}
+
+/// numpy's times of one case: the first call and the best batch of each way.
+#[derive(Default)]
+struct PeerTimes {
+    first: BTreeMap<String, f64>,
+    best: BTreeMap<String, f64>,
+}
+
+impl PeerTimes {
+    /// The fastest way, its time per call and its first call.
+    fn fastest(&self) -> Option<(&str, f64, f64)> {
+        let (way, &s) = self.best.iter().min_by(|a, b| a.1.total_cmp(b.1))?;
+        Some((way, s, self.first.get(way).copied().unwrap_or(f64::NAN)))
+    }
+}
+
+impl Peer {
+    fn spawn(python: &str, threads: usize) -> Result<Peer, String> {
+        let mut child = Command::new(python)
+            .args(["-c", NUMPY_PEER, "2e-3"])
+            .env_remove("OPENBLAS_CORETYPE")
+            .env("OPENBLAS_NUM_THREADS", threads.to_string())
+            .env("OMP_NUM_THREADS", threads.to_string())
+            .env("MKL_NUM_THREADS", threads.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run {python}: {e}"))?;
+        let input = child.stdin.take().ok_or("no stdin")?;
+        let output = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        Ok(Peer {
+            child,
+            input,
+            output,
+            python: python.to_string(),
         })
-        .collect();
-    let mut child = Command::new(python)
-        .args(["-c", NUMPY_PEER, &repeat.to_string(), "2e-3"])
-        .env_remove("OPENBLAS_CORETYPE")
-        .env("OPENBLAS_NUM_THREADS", threads.to_string())
-        .env("OMP_NUM_THREADS", threads.to_string())
-        .env("MKL_NUM_THREADS", threads.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot run {python}: {e}"))?;
-    let text = serde_json::to_string(&input).map_err(|e| e.to_string())?;
-    child
-        .stdin
-        .take()
-        .ok_or("no stdin")?
-        .write_all(text.as_bytes())
-        .map_err(|e| format!("{python}: {e}"))?;
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("{python}: {e}"))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
-        let last = err.lines().last().unwrap_or("failed");
-        return Err(format!("{python}: {last}"));
     }
-    let mut m = HashMap::new();
-    for l in String::from_utf8_lossy(&out.stdout).lines() {
-        let v: Value = serde_json::from_str(l).map_err(|e| format!("{python}: {e}"))?;
-        if let Some(n) = v["name"].as_str() {
-            m.insert(n.to_string(), v);
+
+    fn ask(&mut self, request: &Value) -> Result<BTreeMap<String, f64>, String> {
+        let python = &self.python;
+        writeln!(self.input, "{request}").map_err(|e| format!("{python}: {e}"))?;
+        let mut line = String::new();
+        let n = self
+            .output
+            .read_line(&mut line)
+            .map_err(|e| format!("{python}: {e}"))?;
+        if n == 0 {
+            let mut err = String::new();
+            if let Some(mut e) = self.child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            let last = err.lines().last().unwrap_or("exited");
+            return Err(format!("{python}: {last}"));
         }
+        serde_json::from_str(&line).map_err(|e| format!("{python}: {e}"))
     }
-    Ok(m)
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 fn numpy_dtype(d: ttgt::DType) -> &'static str {
@@ -138,31 +161,55 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
         repeat: a.repeat.max(1),
         ..Default::default()
     };
-    // Each distinct call once, then numpy on the same distinct calls (never concurrently).
+    // Each distinct call once: its first call, then rounds that each time one batch of ttgt
+    // and one of every numpy way, so that a slow spell of a shared host falls on both.
     let mut distinct: BTreeMap<String, &QcCase> = BTreeMap::new();
     for c in &list {
         distinct.entry(key(c)).or_insert(c);
     }
-    let mut ours: HashMap<String, QcResult> = HashMap::new();
-    for (k, c) in &distinct {
-        ours.insert(k.clone(), bench_qc(c, &o)?);
-    }
-    let firsts: Vec<&QcCase> = distinct.values().copied().collect();
     let python = a.python.clone().unwrap_or_else(|| "python3".into());
-    let peer = numpy_times(&python, &firsts, threads, a.repeat.max(1));
-    let peer = match peer {
-        Ok(m) => m,
+    let mut peer = match Peer::spawn(&python, threads) {
+        Ok(p) => Some(p),
         Err(why) => {
             eprintln!("numpy column left out: {why}");
-            HashMap::new()
+            None
         }
     };
-    let peer_of = |c: &QcCase| peer.get(&distinct[&key(c)].name);
+    let mut ours: HashMap<String, QcResult> = HashMap::new();
+    let mut theirs: HashMap<String, PeerTimes> = HashMap::new();
+    for (k, c) in &distinct {
+        let mut run = QcRun::start(c, &o)?;
+        let request = json!({"op": "start", "case": {"spec": c.spec, "shapes": c.shapes,
+            "strides": c.strides, "dtype": numpy_dtype(c.dtype)}});
+        let mut times = PeerTimes::default();
+        if let Some(p) = peer.as_mut() {
+            match p.ask(&request) {
+                Ok(first) => times.first = first,
+                Err(why) => {
+                    eprintln!("numpy column left out: {why}");
+                    peer = None;
+                }
+            }
+        }
+        for _ in 0..o.repeat {
+            run.round()?;
+            if let Some(p) = peer.as_mut() {
+                let round = p.ask(&json!({"op": "round"})).map_err(CliError::new)?;
+                for (way, s) in round {
+                    let b = times.best.entry(way).or_insert(f64::INFINITY);
+                    *b = b.min(s);
+                }
+            }
+        }
+        ours.insert(k.clone(), run.result().clone());
+        theirs.insert(k.clone(), times);
+    }
+    let peer_of = |c: &QcCase| theirs.get(&key(c)).and_then(PeerTimes::fastest);
     let mut totals: BTreeMap<&str, [f64; 6]> = BTreeMap::new();
     for c in &list {
         let r = &ours[&key(c)];
         let bound = r.bound(&limits);
-        let np = peer_of(c).and_then(|v| v["seconds"].as_f64());
+        let np = peer_of(c).map(|(_, s, _)| s);
         let t = totals.entry(c.workload.as_str()).or_default();
         let w = c.calls as f64;
         t[0] += w * r.seconds;
@@ -177,14 +224,19 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
                 "shapes": c.shapes, "strides": c.strides, "dtype": c.dtype.name(),
                 "calls": c.calls, "threads": threads, "seconds": r.seconds,
                 "first_seconds": r.first_seconds, "flops": r.flops, "bytes": r.bytes,
-                "bound_seconds": bound, "numpy": peer_of(c)})
+                "bound_seconds": bound,
+                "plan": r.plan.as_ref().map(|(t, p, s)| json!({"threads": t, "predicted_seconds": p, "summary": s})),
+                "numpy": peer_of(c).map(|(way, s, first)| json!({"way": way, "seconds": s, "first_seconds": first}))})
                 .to_string(),
             )?;
         } else {
             let np_s = np.map_or_else(|| "        -".to_string(), |n| format!("{:>9.1}", n * 1e6));
             let speed = np.map_or_else(String::new, |n| format!("{:>5.2}x", n / r.seconds));
+            let plan = r.plan.as_ref().map_or_else(String::new, |(t, p, s)| {
+                format!("  model {:>8.1} us  {t}t {s}", p * 1e6)
+            });
             say(&format!(
-                "{:<7} {:<22} {:<26} {:<24} {:>6} {:>9.1} us  first {:>9.1}  numpy {np_s} {speed:>6}  bound {:>5.2}",
+                "{:<7} {:<22} {:<26} {:<24} {:>6} {:>9.1} us  first {:>9.1}  numpy {np_s} {speed:>6}  bound {:>5.2}{plan}",
                 c.name,
                 c.workload,
                 c.spec,

@@ -8,8 +8,9 @@ use num_complex::{Complex32, Complex64};
 use super::{GemmBackend, Mat, MatMut};
 use crate::tensor::Element;
 
-/// The `matrixmultiply` crate: `sgemm`, `dgemm`, `cgemm`, `zgemm` with arbitrary strides. Its
-/// thread count is process-wide (`MATMUL_NUM_THREADS`, at most 4), so `threads` is ignored.
+/// The `matrixmultiply` crate: `sgemm`, `dgemm`, `cgemm`, `zgemm` with arbitrary strides,
+/// single-threaded (built without its `threading` feature, whose thread count is
+/// process-wide): threads come from cutting C into blocks (`split.rs`).
 pub(crate) struct MatrixMultiply;
 
 impl GemmBackend for MatrixMultiply {

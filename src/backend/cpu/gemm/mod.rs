@@ -2,12 +2,15 @@
 //! trait, [`GemmBackend`], with two implementations: the `matrixmultiply` crate and the `gemm`
 //! crate (AVX-512 kernels through its `x86-v4` feature, rayon-parallel). [`gemm`] dispatches
 //! on a [`GemmLibrary`] chosen by the planner, except for matrix-vector products with a
-//! unit-stride matrix, which run our streamed GEMV (`gemv.rs`) whatever the library.
+//! unit-stride matrix, which run our streamed GEMV (`gemv.rs`) whatever the library. On
+//! several threads a product is cut into blocks of C, one single-threaded library call each
+//! (`split.rs`).
 
 mod gemm_crate;
 mod gemv;
 mod matrixmultiply;
 mod native;
+mod split;
 
 use crate::model::GemmLibrary;
 use crate::tensor::Element;
@@ -95,11 +98,33 @@ pub(crate) unsafe fn gemm<T: Element>(
     if (m == 1 || n == 1) && gemv::try_gemv(Isa::detect(), m, n, k, alpha, a, b, beta, c, threads) {
         return;
     }
-    match library {
-        GemmLibrary::MatrixMultiply => MatrixMultiply::gemm(m, n, k, alpha, a, b, beta, c, threads),
-        GemmLibrary::Gemm => GemmCrate::gemm(m, n, k, alpha, a, b, beta, c, threads),
-        GemmLibrary::Native => Native::gemm(m, n, k, alpha, a, b, beta, c, threads),
+    let call = match library {
+        GemmLibrary::MatrixMultiply => one_thread::<MatrixMultiply, T>,
+        GemmLibrary::Gemm => one_thread::<GemmCrate, T>,
+        GemmLibrary::Native => one_thread::<Native, T>,
+    };
+    match crate::model::gemm_grid(m, n, k, threads) {
+        Some(grid) => split::run(grid, threads, (m, n, k), alpha, a, b, beta, c, call),
+        None => call(m, n, k, alpha, a, b, beta, c),
     }
+}
+
+/// One single-threaded call of library `G` (threads come from cutting C, [`split`]).
+///
+/// # Safety
+/// As for [`gemm`].
+#[allow(clippy::too_many_arguments)] // the BLAS signature
+unsafe fn one_thread<G: GemmBackend, T: Element>(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: T,
+    a: Mat<T>,
+    b: Mat<T>,
+    beta: T,
+    c: MatMut<T>,
+) {
+    G::gemm(m, n, k, alpha, a, b, beta, c, 1)
 }
 
 #[cfg(test)]
@@ -151,6 +176,60 @@ mod tests {
                         T::DTYPE
                     );
                 }
+            }
+        }
+    }
+
+    /// Products large enough to be cut into blocks of C on several threads (a column-major C
+    /// inside a larger buffer, beta != 0) against a plain loop, for every library.
+    #[test]
+    fn products_cut_over_threads_match_the_reference() {
+        for (m, n, k, threads) in [(300, 200, 40, 2), (37, 700, 90, 3), (260, 260, 80, 4)] {
+            assert!(crate::model::gemm_grid(m, n, k, threads).is_some());
+            let a: Vec<f64> = (0..m * k).map(|x| ((x * 7) % 13) as f64 - 6.0).collect();
+            let b: Vec<f64> = (0..k * n).map(|x| ((x * 5) % 11) as f64 - 5.0).collect();
+            let ldc = m + 3;
+            let c0: Vec<f64> = (0..ldc * n).map(|x| (x % 7) as f64).collect();
+            let mut want = c0.clone();
+            for i in 0..m {
+                for j in 0..n {
+                    let s: f64 = (0..k).map(|l| a[i * k + l] * b[l * n + j]).sum();
+                    want[i + j * ldc] = 2.0 * s + 0.5 * c0[i + j * ldc];
+                }
+            }
+            for lib in [
+                GemmLibrary::MatrixMultiply,
+                GemmLibrary::Gemm,
+                GemmLibrary::Native,
+            ] {
+                let mut c = c0.clone();
+                unsafe {
+                    gemm(
+                        lib,
+                        threads,
+                        m,
+                        n,
+                        k,
+                        2.0,
+                        Mat {
+                            ptr: a.as_ptr(),
+                            rs: k as isize,
+                            cs: 1,
+                        },
+                        Mat {
+                            ptr: b.as_ptr(),
+                            rs: n as isize,
+                            cs: 1,
+                        },
+                        0.5,
+                        MatMut {
+                            ptr: c.as_mut_ptr(),
+                            rs: 1,
+                            cs: ldc as isize,
+                        },
+                    );
+                }
+                assert_eq!(c, want, "{lib} {m}x{n}x{k} on {threads} threads");
             }
         }
     }

@@ -548,7 +548,7 @@ pub fn gemm_seconds(
 /// which the CPU backend streams whatever the library (`backend/cpu/gemm/gemv.rs`): its
 /// matrix read once at this machine's copy rate (on the Zen 4 host, 2500x2500 f64 ran at
 /// 1.1-1.5x the copy rate's bytes per second at 1 and 2 threads; the copy rate counts the
-/// bytes read and written). `None` for any other shape.
+/// bytes read and written), plus [`GEMV_CALL_SECONDS`]. `None` for any other shape.
 ///
 /// ```
 /// use ttgt::{DType, model::{gemv_seconds, profile}};
@@ -566,8 +566,11 @@ pub fn gemv_seconds(
         return None;
     }
     let bytes = (m.max(n) * k + k + m * n) as f64 * dtype.size_bytes() as f64;
-    Some(bytes / (p.copy_gbps(threads) * 1e9))
+    Some(GEMV_CALL_SECONDS + bytes / (p.copy_gbps(threads) * 1e9))
 }
+
+/// Fixed cost of one matrix-vector call (dispatch, loop set-up; measured in `docs/TUNING.md`).
+pub const GEMV_CALL_SECONDS: f64 = 3e-8;
 
 /// Predicted seconds of one GEMM call `C[m×n] = A[m×k]·B[k×n]` with these `(row, column)`
 /// element strides of A, B and C (see [`GemmLayout::classify`]).

@@ -19,7 +19,7 @@ pub use calibrate::{
 pub use concurrency::{ConcurrentGemm, OperandSource, ShapeFactor};
 pub use gemm::{
     gemm_coeffs, gemm_coeffs_in, gemm_seconds, gemm_seconds_strided, gemm_training_shapes,
-    gemv_seconds, GemmCoeffs, GemmLayout, GemmLibrary, AVX512_GEMM_CRATE_FACTOR,
+    gemv_seconds, GemmCoeffs, GemmLayout, GemmLibrary, AVX512_GEMM_CRATE_FACTOR, GEMV_CALL_SECONDS,
 };
 pub use gemm_grid::{gemm_grid, gemm_grid_range, gemm_grid_threads, GEMM_MIN_BLOCK_FMAS};
 pub use gett::{

@@ -27,6 +27,10 @@ const ACC_BYTES: usize = 128 << 10;
 /// tasks, 6 us inside the pool, where entering a parallel region costs 15–21 us
 /// (`wakes_threads`) — the time to stream about 256 KB on one thread.
 const PARALLEL_MIN_BYTES: usize = 256 << 10;
+/// Largest matrix (elements) multiplied by plain loops on the calling thread, whatever its
+/// strides: the gathered vector and partial-sum buffers of the streamed form cost more than
+/// such a product (a 1×1×5 call: about 90 ns of allocation against a few ns of work).
+const DIRECT_MAX_ELEMENTS: usize = 1024;
 /// Fewest elements of the summed dimension a task takes when that dimension is split.
 const MIN_K_CHUNK: usize = 4096;
 
@@ -194,6 +198,22 @@ pub(crate) unsafe fn try_gemv<T: Element>(
     } else {
         return false;
     };
+    if r * k <= DIRECT_MAX_ELEMENTS {
+        // In cache and too short to split: plain loops, no buffers.
+        for i in 0..r as isize {
+            let mut s = T::zero();
+            for l in 0..k as isize {
+                s += *mat.ptr.offset(i * mat.rs + l * mat.cs) * *x.offset(l * xs);
+            }
+            let p = y.offset(i * ys);
+            *p = if beta.is_exact_zero() {
+                alpha * s
+            } else {
+                alpha * s + beta * *p
+            };
+        }
+        return true;
+    }
     let rows_contiguous = mat.cs == 1 || k == 1;
     if !rows_contiguous && mat.rs != 1 {
         return false;
@@ -383,7 +403,7 @@ mod tests {
 
     fn all<T: Element>() {
         let sizes: &[(usize, usize, usize)] = if cfg!(miri) {
-            &[(5, 1, 9), (1, 6, 7)]
+            &[(5, 1, 9), (1, 6, 7), (40, 1, 30)]
         } else {
             &[
                 (37, 1, 53),
@@ -446,8 +466,29 @@ mod tests {
         };
         // 2x2 output: a GEMM, not a GEMV.
         assert!(!unsafe { try_gemv(Isa::Scalar, 2, 2, 2, 1.0, mat(2, 1), mat(2, 1), 0.0, out, 1) });
-        // n == 1 but the matrix has no unit stride.
-        assert!(!unsafe { try_gemv(Isa::Scalar, 2, 1, 2, 1.0, mat(4, 2), mat(1, 1), 0.0, out, 1) });
         assert_eq!(c, [0.0; 16]);
+        // n == 1 but the matrix, too large for plain loops, has no unit stride.
+        let big = vec![1.0f64; 64 * 128];
+        let mut y = vec![0.0f64; 64];
+        let m = Mat {
+            ptr: big.as_ptr(),
+            rs: 128,
+            cs: 2,
+        };
+        let y_out = MatMut {
+            ptr: y.as_mut_ptr(),
+            rs: 1,
+            cs: 1,
+        };
+        let x = Mat {
+            ptr: big.as_ptr(),
+            rs: 1,
+            cs: 1,
+        };
+        assert!(!unsafe { try_gemv(Isa::Scalar, 64, 1, 64, 1.0, m, x, 0.0, y_out, 1) });
+        assert_eq!(y, vec![0.0; 64]);
+        // the same product small enough for plain loops is taken, strides and all
+        assert!(unsafe { try_gemv(Isa::Scalar, 8, 1, 8, 1.0, m, x, 0.0, y_out, 1) });
+        assert_eq!(&y[..8], &[8.0; 8]);
     }
 }

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
-use ttgt::bench::{bench_contract, parse_tccg, ContractBenchOptions, ContractResult, TCCG_TSV};
+use ttgt::bench::{
+    bench_contract, parse_tccg, ContractBenchOptions, ContractResult, QC_TSV, TCCG_TSV,
+};
 use ttgt::DType;
 
 use crate::error::{CliError, CliResult};
@@ -132,7 +134,13 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
         ));
     }
     let threads = crate::bench::bench_threads(a.threads)?;
-    if let Some(text) = crate::bench_qc::is_qc(a.cases.as_deref())? {
+    let text = match &a.cases {
+        Some(p) if p.as_os_str() == "qc" => return crate::bench_qc::qc(a, QC_TSV, threads),
+        Some(p) => std::fs::read_to_string(p)
+            .map_err(|e| CliError::new(format!("cannot read {}: {e}", p.display())))?,
+        None => TCCG_TSV.to_string(),
+    };
+    if crate::bench_qc::is_qc_table(&text) {
         return crate::bench_qc::qc(a, &text, threads);
     }
     if a.orbitals.is_some() || a.python.is_some() {
@@ -140,11 +148,6 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
     }
     let dtype: DType = a.dtype.parse().map_err(CliError::new)?;
     crate::bench::check_scale(a.scale)?;
-    let text = match &a.cases {
-        Some(p) => std::fs::read_to_string(p)
-            .map_err(|e| CliError::new(format!("cannot read {}: {e}", p.display())))?,
-        None => TCCG_TSV.to_string(),
-    };
     let mut list = parse_tccg(&text)?;
     if let Some(only) = &a.only {
         let ids: Vec<String> = only

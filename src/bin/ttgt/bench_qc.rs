@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use serde_json::{json, Value};
-use ttgt::bench::{parse_qc, MachineLimits, QcBenchOptions, QcCase, QcResult, QcRun, QC_TSV};
+use ttgt::bench::{parse_qc, MachineLimits, QcBenchOptions, QcCase, QcResult, QcRun};
 
 use crate::bench_contract::ContractBenchArgs;
 use crate::error::{CliError, CliResult};
@@ -16,20 +16,11 @@ use crate::say;
 /// The numpy side, run by the Python interpreter the user names (or `python3`).
 const NUMPY_PEER: &str = include_str!("../../../benches/python/qc_numpy_peer.py");
 
-/// Whether `--cases` names the qc table (the word `qc`, or a file with a `workload` column).
-pub fn is_qc(cases: Option<&std::path::Path>) -> CliResult<Option<String>> {
-    let Some(p) = cases else { return Ok(None) };
-    if p.as_os_str() == "qc" {
-        return Ok(Some(QC_TSV.to_string()));
-    }
-    let text = std::fs::read_to_string(p)
-        .map_err(|e| CliError::new(format!("cannot read {}: {e}", p.display())))?;
-    let header = text
-        .lines()
-        .find(|l| !l.starts_with('#') && !l.trim().is_empty());
-    Ok(header
-        .is_some_and(|h| h.split('\t').any(|c| c == "workload"))
-        .then_some(text))
+/// Whether a table is in the qc format (a header with a `workload` column).
+pub fn is_qc_table(text: &str) -> bool {
+    text.lines()
+        .find(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .is_some_and(|h| h.split('\t').any(|c| c.trim() == "workload"))
 }
 
 /// The numpy side: a Python child answering one request per line.

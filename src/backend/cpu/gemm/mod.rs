@@ -98,33 +98,13 @@ pub(crate) unsafe fn gemm<T: Element>(
     if (m == 1 || n == 1) && gemv::try_gemv(Isa::detect(), m, n, k, alpha, a, b, beta, c, threads) {
         return;
     }
-    let call = match library {
-        GemmLibrary::MatrixMultiply => one_thread::<MatrixMultiply, T>,
-        GemmLibrary::Gemm => one_thread::<GemmCrate, T>,
-        GemmLibrary::Native => one_thread::<Native, T>,
-    };
-    match crate::model::gemm_grid(m, n, k, threads) {
-        Some(grid) => split::run(grid, threads, (m, n, k), alpha, a, b, beta, c, call),
-        None => call(m, n, k, alpha, a, b, beta, c),
+    match library {
+        GemmLibrary::MatrixMultiply => {
+            split::cut::<MatrixMultiply, T>(threads, (m, n, k), alpha, a, b, beta, c)
+        }
+        GemmLibrary::Gemm => split::cut::<GemmCrate, T>(threads, (m, n, k), alpha, a, b, beta, c),
+        GemmLibrary::Native => split::cut::<Native, T>(threads, (m, n, k), alpha, a, b, beta, c),
     }
-}
-
-/// One single-threaded call of library `G` (threads come from cutting C, [`split`]).
-///
-/// # Safety
-/// As for [`gemm`].
-#[allow(clippy::too_many_arguments)] // the BLAS signature
-unsafe fn one_thread<G: GemmBackend, T: Element>(
-    m: usize,
-    n: usize,
-    k: usize,
-    alpha: T,
-    a: Mat<T>,
-    b: Mat<T>,
-    beta: T,
-    c: MatMut<T>,
-) {
-    G::gemm(m, n, k, alpha, a, b, beta, c, 1)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 
 use rayon::prelude::*;
 
-use super::{Mat, MatMut};
+use super::{GemmBackend, Mat, MatMut};
 use crate::model::gemm_grid_range as range;
 use crate::tensor::Element;
 use crate::transpose::on_threads;
@@ -33,18 +33,14 @@ impl<T: Copy> Operands<T> {
     }
 }
 
-/// A single-threaded GEMM call on one block: `(m, n, k, alpha, A, B, beta, C)`.
-pub(crate) type BlockCall<T> = unsafe fn(usize, usize, usize, T, Mat<T>, Mat<T>, T, MatMut<T>);
-
-/// `C = alpha·A·B + beta·C` as the grid `(tm, tn)` of blocks, each block by `call` on one
-/// thread, on a pool of `threads` threads.
+/// `C = alpha·A·B + beta·C` by library `G`: as the grid of blocks of C that
+/// [`crate::model::gemm_grid`] chooses for `threads` threads, each block one single-threaded
+/// call on a pool of `threads` threads, or as one single-threaded call when there is no grid.
 ///
 /// # Safety
-/// As for [`super::gemm`] for the whole product, and `call` is safe to run on any block of
-/// it (a single-threaded library GEMM).
-#[allow(clippy::too_many_arguments)] // the BLAS signature plus the grid and the call
-pub(crate) unsafe fn run<T: Element>(
-    (tm, tn): (usize, usize),
+/// As for [`super::gemm`].
+#[allow(clippy::too_many_arguments)] // the BLAS signature plus the thread count
+pub(crate) unsafe fn cut<G: GemmBackend, T: Element>(
     threads: usize,
     (m, n, k): (usize, usize, usize),
     alpha: T,
@@ -52,8 +48,10 @@ pub(crate) unsafe fn run<T: Element>(
     b: Mat<T>,
     beta: T,
     c: MatMut<T>,
-    call: BlockCall<T>,
 ) {
+    let Some((tm, tn)) = crate::model::gemm_grid(m, n, k, threads) else {
+        return G::gemm(m, n, k, alpha, a, b, beta, c, 1);
+    };
     let ops = Operands { a, b, c };
     on_threads(threads, || {
         (0..tm * tn).into_par_iter().for_each(|q| {
@@ -80,7 +78,7 @@ pub(crate) unsafe fn run<T: Element>(
                     ptr: c.ptr.offset(i0 * c.rs + j0 * c.cs),
                     ..c
                 };
-                call(mi, nj, k, alpha, a, b, beta, c);
+                G::gemm(mi, nj, k, alpha, a, b, beta, c, 1);
             }
         });
     });

@@ -77,6 +77,7 @@ fn every_family_is_listed_and_correct() {
         CandidateKind::Ttgt,
         CandidateKind::LoopOverGemm,
         CandidateKind::Hybrid,
+        CandidateKind::Loops,
     ] {
         assert!(seen.contains(&k), "{k} missing: {seen:?}");
     }
@@ -580,4 +581,103 @@ fn gett_candidate_matches_the_reference() {
             one::<f32>(spec, &sa, &sb, threads, 9);
         }
     }
+}
+
+/// `C = alpha * A·B + beta * C` for every way ndarray can hand the views over, against the
+/// reference, for a plan that must be nested loops alone.
+fn check_nested_loops<T: Element>(
+    spec: &str,
+    a: ndarray::ArrayViewD<'_, T>,
+    b: ndarray::ArrayViewD<'_, T>,
+) {
+    let want_ab = ttgt::reference::einsum(spec, &[a.clone(), b.clone()]).unwrap();
+    let c0: ArrayD<T> = random_array(want_ab.shape(), 9);
+    let (alpha, beta) = (T::from_parts(0.5, 0.25), T::from_parts(-1.5, 0.5));
+    // C reversed along its first axis, so that its strides are negative too
+    let mut c_store = c0.clone();
+    let mut c = c_store.view_mut();
+    if c.ndim() > 0 {
+        c.invert_axis(ndarray::Axis(0));
+    }
+    let want: ArrayD<T> = {
+        let mut w = c.to_owned();
+        w.zip_mut_with(&want_ab, |w, &x| *w = alpha * x + beta * *w);
+        w
+    };
+    let plan = ContractionPlan::new(
+        spec,
+        &[Layout::of(&a), Layout::of(&b)],
+        &Layout::of(&c),
+        T::DTYPE,
+    )
+    .unwrap();
+    assert_eq!(plan.candidates().len(), 1, "{spec}: {}", plan.explain());
+    assert_eq!(plan.chosen().unwrap().kind(), CandidateKind::Loops);
+    // no packs, no temporary: at most the one-sided sums' buffers
+    assert_eq!(plan.chosen().unwrap().copies(), 0);
+    let mut cv = StridedViewMut::of(&mut c).unwrap();
+    plan.execute(
+        alpha,
+        &[StridedView::of(&a), StridedView::of(&b)],
+        beta,
+        &mut cv,
+    )
+    .unwrap();
+    close(&c.to_owned(), &want, 1e-5);
+    // beta = 0 never reads C: NaN in C must not survive
+    c.fill(T::from_parts(f64::NAN, 0.0));
+    let mut cv = StridedViewMut::of(&mut c).unwrap();
+    plan.execute(
+        T::one(),
+        &[StridedView::of(&a), StridedView::of(&b)],
+        T::zero(),
+        &mut cv,
+    )
+    .unwrap();
+    close(&c.to_owned(), &want_ab, 1e-5);
+}
+
+fn nested_loops_cases<T: Element>() {
+    let r = |shape: &[usize], seed| random_array::<T>(shape, seed);
+    // a 5x5x5 dot product over views in other axis orders (ccsd_t's `ijk,jki`)
+    let a = r(&[5, 5, 5], 1);
+    let b = r(&[5, 5, 5], 2);
+    let bt = b.view().permuted_axes(ndarray::IxDyn(&[1, 2, 0]));
+    check_nested_loops("ijk,jki->", a.view(), bt.into_dyn());
+    // an outer product, a matrix product with reversed and sliced operands, extents 1 to 3
+    check_nested_loops("ij,k->ijk", r(&[5, 5], 3).view(), r(&[5], 4).view());
+    let mut m = r(&[4, 6], 5);
+    m.invert_axis(ndarray::Axis(1));
+    let n = r(&[6, 9], 6);
+    let ns = n.slice(ndarray::s![.., ..;3]).into_dyn();
+    check_nested_loops("ij,jk->ik", m.view(), ns);
+    check_nested_loops(
+        "abc,cbd->ad",
+        r(&[1, 2, 3], 7).view(),
+        r(&[3, 2, 1], 8).view(),
+    );
+    // a batch index, a one-sided sum (x) and a diagonal (ii)
+    check_nested_loops(
+        "bix,bj->bij",
+        r(&[3, 4, 2], 10).view(),
+        r(&[3, 2], 11).view(),
+    );
+    check_nested_loops(
+        "iij,jk->ik",
+        r(&[3, 3, 2], 12).view(),
+        r(&[2, 4], 13).view(),
+    );
+    // empty operands: a zero extent in C, and an empty contracted index (C = beta * C)
+    check_nested_loops("ij,jk->ik", r(&[0, 3], 14).view(), r(&[3, 2], 15).view());
+    check_nested_loops("ij,jk->ik", r(&[2, 0], 16).view(), r(&[0, 3], 17).view());
+}
+
+/// Contractions smaller than a GEMM call's fixed cost run as nested loops over the operands
+/// as they lie, for every element type, layout, alpha and beta.
+#[test]
+fn tiny_contractions_run_as_nested_loops() {
+    nested_loops_cases::<f32>();
+    nested_loops_cases::<f64>();
+    nested_loops_cases::<num_complex::Complex32>();
+    nested_loops_cases::<Complex64>();
 }

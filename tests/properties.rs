@@ -14,7 +14,7 @@ use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn};
 use num_complex::{Complex32, Complex64};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
-use ttgt::plan::PlanOptions;
+use ttgt::plan::{PlanOptions, PlanTuning};
 use ttgt::tensor::{StridedView, StridedViewMut};
 use ttgt::{ContractionPlan, Element, Layout};
 
@@ -251,8 +251,13 @@ fn run_candidates<T: Element>(
     };
     let built = rc.build(want.shape(), false);
     let mut probe_store: ArrayD<T> = built.storage(0);
+    // measured tuning: every candidate is listed (the models alone plan the smallest
+    // contractions as nested loops without pricing the others)
     let opts = PlanOptions {
         threads: Some(1 + (seed % 3) as usize),
+        tuning: PlanTuning::Measure {
+            budget: std::time::Duration::ZERO,
+        },
         ..Default::default()
     };
     let n = plan_for(&built.view_mut(&mut probe_store), &opts)

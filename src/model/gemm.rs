@@ -295,7 +295,11 @@ impl GemmCoeffs {
             dtype,
             threads,
             layout: GemmLayout::ROW,
-            call: 2e-6,
+            call: if threads > 1 {
+                GEMM_THREADED_CALL_SECONDS
+            } else {
+                GEMM_CALL_SECONDS
+            },
             flop: 1.0 / (nominal_gflops(library, dtype) * 1e9 * t),
             a: 2.0 * es * per_byte,
             b: 2.0 * es * per_byte,
@@ -568,6 +572,14 @@ pub fn gemv_seconds(
     let bytes = (m.max(n) * k + k + m * n) as f64 * dtype.size_bytes() as f64;
     Some(GEMV_CALL_SECONDS + bytes / (p.copy_gbps(threads) * 1e9))
 }
+
+/// Fixed cost of one single-threaded GEMM call in the uncalibrated model (dispatch, packing
+/// set-up); see `docs/TUNING.md`.
+pub const GEMM_CALL_SECONDS: f64 = 2e-7;
+
+/// Fixed cost of one GEMM call on several threads in the uncalibrated model (the parallel
+/// region's wake-up and join besides [`GEMM_CALL_SECONDS`]).
+pub const GEMM_THREADED_CALL_SECONDS: f64 = 2e-6;
 
 /// Fixed cost of one matrix-vector call (dispatch, loop set-up; measured in `docs/TUNING.md`).
 pub const GEMV_CALL_SECONDS: f64 = 3e-8;

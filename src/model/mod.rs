@@ -8,7 +8,9 @@ mod concurrency;
 mod gemm;
 mod gemm_grid;
 mod gett;
+mod loops;
 pub(crate) mod profile;
+mod residency;
 mod transpose;
 
 pub use calibrate::{
@@ -19,15 +21,23 @@ pub use calibrate::{
 pub use concurrency::{ConcurrentGemm, OperandSource, ShapeFactor};
 pub use gemm::{
     gemm_coeffs, gemm_coeffs_in, gemm_seconds, gemm_seconds_strided, gemm_training_shapes,
-    gemv_seconds, GemmCoeffs, GemmLayout, GemmLibrary, AVX512_GEMM_CRATE_FACTOR, GEMV_CALL_SECONDS,
+    gemv_seconds, GemmCoeffs, GemmLayout, GemmLibrary, AVX512_GEMM_CRATE_FACTOR, GEMM_CALL_SECONDS,
+    GEMM_THREADED_CALL_SECONDS, GEMV_CALL_SECONDS,
 };
 pub use gemm_grid::{gemm_grid, gemm_grid_range, gemm_grid_threads, GEMM_MIN_BLOCK_FMAS};
 pub use gett::{
     gett_blocking, gett_depth, gett_orient, gett_oriented, gett_seconds, gett_simd_available,
     gett_work, GettBlocking, GettIndex, GettOrder, GettWork,
 };
+pub use loops::{
+    nested_loops_seconds, LOOPS_CALL_SECONDS, LOOPS_PRODUCT_SECONDS, LOOPS_RUN_SECONDS,
+};
 pub use profile::{
     is_provisional, last_level_cache_bytes, machine_name, profile, profile_for,
     provisional_profile, set_profile, Profile, TransposeCoeffs, PROBE_MIN_BYTES,
 };
-pub use transpose::{predict_transpose, transpose_seconds};
+pub use residency::{memory_share, CACHE_RESIDENT_BYTES, MEMORY_BOUND_BYTES};
+pub use transpose::{
+    predict_transpose, predict_transpose_from_memory, transpose_seconds, IN_CACHE_TRANSPOSE_GBPS,
+    TRANSPOSE_CALL_SECONDS,
+};

@@ -3,6 +3,7 @@
 //! partly used cache lines (short contiguous runs).
 
 use super::profile::{profile, Profile};
+use super::residency::memory_share;
 use crate::error::Result;
 use crate::tensor::{DType, Layout};
 use crate::transpose::{KernelKind, TransposeOptions, TransposePlan};
@@ -164,13 +165,52 @@ pub(crate) fn unit_costs(plan: &TransposePlan, beta_nonzero: bool, bw: f64) -> C
 /// assert!(t > 2.0 * 512.0 * 512.0 * 8.0 / 20e9); // never faster than a copy
 /// ```
 pub fn predict_transpose(plan: &TransposePlan, beta_nonzero: bool, p: &Profile) -> f64 {
-    let c = p.transpose_coeffs(plan.threads());
-    if plan.normalized().is_empty() {
-        return c.overhead;
+    let memory = predict_transpose_from_memory(plan, beta_nonzero, p);
+    let bytes = plan.bytes_moved(beta_nonzero) as f64;
+    let w = memory_share(bytes);
+    if w >= 1.0 || plan.normalized().is_empty() {
+        return memory;
     }
-    let bw = p.copy_gbps(plan.threads()) * 1e9;
+    let (threads, overhead) = fixed_cost(plan, p);
+    let strided = matches!(plan.kernel(), KernelKind::Tile { simd: false, .. });
+    let rate = IN_CACHE_TRANSPOSE_GBPS * 1e9 * threads as f64 / if strided { 2.0 } else { 1.0 };
+    let in_cache = overhead + bytes / rate;
+    in_cache.powf(1.0 - w) * memory.powf(w)
+}
+
+/// The threads a plan's execution uses (a tensor too small to be split runs on the calling
+/// thread, without a wake-up) and its fixed cost.
+fn fixed_cost(plan: &TransposePlan, p: &Profile) -> (usize, f64) {
+    let alone = plan.threads() == 1 || plan.small_for_threads();
+    let threads = if alone { 1 } else { plan.threads() };
+    let c = p.transpose_coeffs(threads);
+    let overhead = if alone {
+        c.overhead.min(TRANSPOSE_CALL_SECONDS)
+    } else {
+        c.overhead
+    };
+    (threads, overhead)
+}
+
+/// [`predict_transpose`] for a plan whose tensors come from or go to memory whatever its own
+/// size (one block of a larger tensor): the memory model alone, no in-cache blend.
+///
+/// ```
+/// use ttgt::{Layout, DType, transpose::{TransposePlan, TransposeOptions}, model};
+/// let a = Layout::row_major(&[64, 64]).unwrap();
+/// let plan = TransposePlan::new(&[1, 0], &a, &a, DType::F64, &TransposeOptions::default()).unwrap();
+/// let p = model::Profile::builtin(vec![20.0]);
+/// assert!(model::predict_transpose_from_memory(&plan, false, &p) > model::predict_transpose(&plan, false, &p));
+/// ```
+pub fn predict_transpose_from_memory(plan: &TransposePlan, beta_nonzero: bool, p: &Profile) -> f64 {
+    let (threads, overhead) = fixed_cost(plan, p);
+    if plan.normalized().is_empty() {
+        return overhead;
+    }
+    let c = p.transpose_coeffs(threads);
+    let bw = p.copy_gbps(threads) * 1e9;
     let u = unit_costs(plan, beta_nonzero, bw);
-    c.overhead
+    overhead
         + u.rows / c.rows
         + u.tile / c.tile
         + u.tile_stream / c.tile_stream
@@ -180,6 +220,15 @@ pub fn predict_transpose(plan: &TransposePlan, beta_nonzero: bool, p: &Profile) 
         + u.tile_contiguous_b / c.tile_contiguous_b
         + u.scalar / c.scalar
 }
+
+/// Fixed cost of a transposition that runs on the calling thread (no wake-up); see
+/// `docs/TUNING.md`.
+pub const TRANSPOSE_CALL_SECONDS: f64 = 1.5e-7;
+
+/// Bytes moved (read and written) per second and thread, / 1e9, by a SIMD transposition
+/// whose tensors stay in the caches ([`crate::model::CACHE_RESIDENT_BYTES`]); scalar
+/// (strided) kernels at half of it; see `docs/TUNING.md`.
+pub const IN_CACHE_TRANSPOSE_GBPS: f64 = 50.0;
 
 /// Predicted seconds of `B = alpha * perm(A) + beta * B` for these layouts on `threads`
 /// threads, without data: the heuristic plan is made and costed.
@@ -283,8 +332,9 @@ mod tests {
             eprintln!("scattered_line_tiles_have_their_own_factor: SKIPPED (no SIMD level here)");
             return;
         }
-        let a = Layout::row_major(&[48, 32, 32]).unwrap();
-        let b = Layout::row_major(&[32, 32, 48]).unwrap();
+        // large enough to be priced at the memory rate alone (no in-cache blend)
+        let a = Layout::row_major(&[192, 160, 160]).unwrap();
+        let b = Layout::row_major(&[160, 160, 192]).unwrap();
         let plan_with = |streaming| {
             // the scattering nest, whatever the host's regroup rule
             let opts = TransposeOptions {
@@ -299,7 +349,7 @@ mod tests {
             let mut p = Profile::builtin(vec![20.0]);
             p.transpose.tile_scatter = f;
             p.transpose_at.clear();
-            predict_transpose(plan, false, &p) - p.transpose.overhead
+            predict_transpose(plan, false, &p) - TRANSPOSE_CALL_SECONDS
         };
         let streamed = plan_with(true);
         assert!(streamed.scatters_lines(), "{}", streamed.describe());

@@ -18,14 +18,15 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::groups::{axes_of, by_stride, fuse_axes, packed_layout, stride_of};
+use super::loops::{loops_candidate, NestedLoops};
 use super::options::{PlanOptions, DEFAULT_TILE_BYTES, WIDE_TILE_BYTES};
 use super::prepare::OperandPrep;
 use crate::einsum::{BoundSpec, Label};
 use crate::error::{Error, Result};
 use crate::model::{
     gemm_coeffs_in, gemv_seconds, gett_blocking, gett_depth, gett_orient, gett_simd_available,
-    gett_work, predict_transpose, profile_for, GemmLayout, GemmLibrary, GettIndex, OperandSource,
-    Profile,
+    gett_work, predict_transpose, predict_transpose_from_memory, profile_for, GemmLayout,
+    GemmLibrary, GettIndex, OperandSource, Profile,
 };
 use crate::tensor::{DType, Layout};
 use crate::transpose::inplace::{InPlaceOptions, InPlacePlan};
@@ -57,6 +58,9 @@ pub enum CandidateKind {
     /// No copies and no loops: one blocked GEMM over all M, N and K indices whose packing
     /// reads A and B in place and whose register tiles go straight into C (our GETT engine).
     Gett,
+    /// No copies and no GEMM call: plain loops over every index ([`NestedLoops`]), for
+    /// contractions smaller than a GEMM call's fixed cost.
+    Loops,
 }
 
 impl fmt::Display for CandidateKind {
@@ -67,6 +71,7 @@ impl fmt::Display for CandidateKind {
             CandidateKind::LoopOverGemm => "loop-over-GEMM",
             CandidateKind::Hybrid => "TTGT with loops",
             CandidateKind::Gett => "GETT",
+            CandidateKind::Loops => "nested loops",
         })
     }
 }
@@ -181,6 +186,9 @@ pub struct Candidate {
     /// The GETT engine runs the contraction (`m`, `n`, `k` are then every M, N, K index, in
     /// the engine's order, and `loops` the batch indices, run inside the engine).
     pub gett: Option<GettRun>,
+    /// Plain loops run the contraction (no copies, no GEMM call; `m`, `n`, `k` are then
+    /// every M, N and K index and `loops` the batch indices, for reports).
+    pub nested: Option<Arc<NestedLoops>>,
 }
 
 /// How the GETT engine runs a candidate.
@@ -200,6 +208,9 @@ fn names(ls: &[Label]) -> String {
 impl Candidate {
     /// The family of the candidate.
     pub fn kind(&self) -> CandidateKind {
+        if self.nested.is_some() {
+            return CandidateKind::Loops;
+        }
         if self.gett.is_some() {
             return CandidateKind::Gett;
         }
@@ -227,6 +238,22 @@ impl Candidate {
     /// One line: kind, packing, GEMM shape and loops, library.
     pub fn summary(&self) -> String {
         let mut s = format!("{}", self.kind());
+        if let Some(n) = &self.nested {
+            let what = if n.inner.is_contracted() {
+                "dot product"
+            } else {
+                "vector update"
+            };
+            return s + &format!(
+                ": {} runs of a {}-long {what}, loops {} (m={} n={} k={}), no copies",
+                n.inner_runs(),
+                n.inner.extent,
+                names(&n.labels),
+                names(&self.m),
+                names(&self.n),
+                names(&self.k),
+            );
+        }
         if let Some(g) = &self.gett {
             let (calls, m, n, k) = self.gemm_shape;
             s += &format!(
@@ -579,7 +606,8 @@ impl Pricer<'_> {
         };
         let ident: Vec<usize> = (0..rest.len()).collect();
         let plan = Arc::new(TransposePlan::new(&ident, &from, &to, pb.dtype, &opts)?);
-        let t = predict_transpose(&plan, false, &self.profile) * CACHED_BLOCK_SHARE
+        // the block's destination is part of C, in memory: no in-cache price
+        let t = predict_transpose_from_memory(&plan, false, &self.profile) * CACHED_BLOCK_SHARE
             + scattered_runs(&to, pb.dtype.size_bytes()) as f64 * SCATTERED_RUN_SECONDS;
         self.tiles.insert(key, (plan.clone(), t));
         Ok((plan, t))
@@ -612,7 +640,7 @@ impl Pricer<'_> {
             ..Default::default()
         };
         let plan = TransposePlan::new(&ident, &from, &to, pb.dtype, &opts)?;
-        let mut t = predict_transpose(&plan, false, &self.profile);
+        let mut t = predict_transpose(&plan, false, &self.profile) + COPY_STEP_SECONDS;
         if let KernelKind::Rows { n } = plan.kernel() {
             if n > 0 && n * pb.dtype.size_bytes() < SCATTERED_GAP_BYTES {
                 let runs = from.len() / n;
@@ -623,6 +651,14 @@ impl Pricer<'_> {
         Ok(t)
     }
 }
+
+/// Fixed cost of a pack or write-back step in a contraction besides its transposition (the
+/// cached transposition plan's lookup, the workspace, the views); see `docs/TUNING.md`.
+pub const COPY_STEP_SECONDS: f64 = 3e-7;
+
+/// Fixed cost of executing any contraction plan (checking the operands against the plan,
+/// the prepared views, the step timers); see `docs/TUNING.md`.
+pub const EXECUTE_CALL_SECONDS: f64 = 3e-7;
 
 /// Extra seconds per row, per thread, of a copy whose rows (the run both sides share) are
 /// shorter than [`SCATTERED_GAP_BYTES`]: consecutive rows lie far apart on one side at
@@ -1076,6 +1112,7 @@ fn tiled_candidates(
                         },
                         batch_loops: 0,
                         gett: None,
+                        nested: None,
                     };
                     if workspace > sp.limit {
                         excluded.push(c);
@@ -1157,6 +1194,7 @@ fn gett_candidate(
             ..Default::default()
         },
         batch_loops: pb.batch.len(),
+        nested: None,
         gett: Some(GettRun {
             swap: o.swap,
             direct_tiles,
@@ -1212,12 +1250,12 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
         .filter(|p| !p.summed.is_empty())
         .map(|p| p.prepared.len() * es)
         .sum();
-    let prepare_cost: f64 = pb
-        .preps
-        .iter()
-        .filter(|p| !p.summed.is_empty())
-        .map(|p| (p.layout.len() * es) as f64 / (pricer.profile.copy_gbps(threads) * 1e9))
-        .sum();
+    let prepare_cost: f64 = EXECUTE_CALL_SECONDS
+        + pb.preps
+            .iter()
+            .filter(|p| !p.summed.is_empty())
+            .map(|p| (p.layout.len() * es) as f64 / (pricer.profile.copy_gbps(threads) * 1e9))
+            .sum::<f64>();
     let limit = options.workspace_limit.unwrap_or(usize::MAX);
     if sums_bytes > limit {
         return Err(Error::Workspace {
@@ -1230,7 +1268,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
     let wide_bytes = options.tile_bytes.is_none().then_some(WIDE_TILE_BYTES);
     let mut seen_tiles = HashSet::default();
     let mut seen = HashSet::default();
-    let mut all = Vec::new();
+    let mut all: Vec<Candidate> = loops_candidate(pb, options).into_iter().collect();
     let mut excluded = Vec::new();
     for mo in &m_opts {
         for no in &n_opts {
@@ -1388,6 +1426,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
                                         },
                                         batch_loops: batch.len(),
                                         gett: None,
+                                        nested: None,
                                     };
                                     if workspace > limit {
                                         excluded.push(c);

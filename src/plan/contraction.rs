@@ -3,6 +3,7 @@
 
 use super::candidate::{enumerate, problem_bytes, Candidate, Problem, StepCosts};
 use super::groups::in_order_of;
+use super::loops::loops_alone;
 use super::options::{Epilogue, PlanOptions};
 use super::prepare::{prepare, OperandPrep};
 use crate::einsum::{parse, BoundSpec, Contraction, IndexKind, Label};
@@ -134,6 +135,11 @@ impl ContractionPlan {
                 k: in_order_of(&kind(IndexKind::Contracted), &plan.preps[0].kept),
                 dtype,
             };
+            if let Some(c) = loops_alone(&problem, options) {
+                plan.measured = vec![None];
+                plan.candidates = vec![c];
+                return Ok(plan);
+            }
             let e = enumerate(&problem, options)?;
             if e.candidates.is_empty() {
                 return Err(Error::Workspace {

@@ -11,6 +11,7 @@ mod candidate;
 mod contraction;
 mod explain;
 mod groups;
+mod loops;
 mod options;
 mod path;
 mod prepare;
@@ -19,9 +20,13 @@ pub use cache::{
     better_on_one_thread, cached_contraction_plan, clear_plan_caches, CONTRACTION_CACHE_CAPACITY,
     SINGLE_THREAD_BELOW_SECONDS,
 };
-pub use candidate::{Candidate, CandidateKind, GettRun, InPlaceC, Labels, StepCosts, TiledC};
+pub use candidate::{
+    Candidate, CandidateKind, GettRun, InPlaceC, Labels, StepCosts, TiledC, COPY_STEP_SECONDS,
+    EXECUTE_CALL_SECONDS,
+};
 pub use contraction::ContractionPlan;
 pub(crate) use groups::{axes_of, fuse_axes, packed_layout, stride_of};
+pub use loops::{LoopDim, NestedLoops, LOOPS_ALONE_SECONDS, LOOPS_MAX_PRODUCTS};
 pub use options::{Epilogue, PlanOptions, PlanTuning, DEFAULT_TILE_BYTES, WIDE_TILE_BYTES};
 pub use path::{
     ContractionPath, PathOptions, PathStep, PathStrategy, AUTO_OPTIMAL_MAX_OPERANDS,

@@ -1276,8 +1276,14 @@ impl TransposePlan {
     /// other threads (15-21 us a parallel region on the Zen 4 host; from inside such a pool,
     /// where the caller starts on the tasks at once, 0.5 us).
     fn run_inline(&self) -> bool {
+        self.small_for_threads() && wakes_threads(self.threads)
+    }
+
+    /// Whether the tensor is under [`TransposeOptions::parallel_min_bytes`]: a caller outside
+    /// a pool of the plan's size runs it as one task on its own thread.
+    pub(crate) fn small_for_threads(&self) -> bool {
         let bytes = self.norm.elements() * self.dtype.size_bytes();
-        bytes < self.parallel_min_bytes && wakes_threads(self.threads)
+        bytes < self.parallel_min_bytes
     }
 
     fn check<T: Element>(&self, a: &StridedView<'_, T>, b: &StridedViewMut<'_, T>) -> Result<()> {

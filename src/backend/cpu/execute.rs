@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::gemm::{gemm, Mat, MatMut};
 use super::gett::{gett, Dim, KernelChoice, Problem as GettProblem};
+use super::loops::run_nested;
 use crate::einsum::Label;
 use crate::error::{Error, Result};
 use crate::plan::{
@@ -183,6 +184,26 @@ impl ContractionPlan {
             return Ok(times);
         };
 
+        if let Some(nest) = &cand.nested {
+            let t = Instant::now();
+            // SAFETY: the nest was built from the prepared operands' layouts, which `views`
+            // have (`check_operands` checked the inputs against the plan; `prepare` gives the
+            // planned prepared layouts), and from C's layout, also checked; C maps distinct
+            // index values to distinct elements (checked when planning) and overlaps no input.
+            unsafe {
+                run_nested(
+                    nest,
+                    alpha,
+                    views[0].as_ptr(),
+                    views[1].as_ptr(),
+                    beta,
+                    c.as_mut_ptr(),
+                )
+            };
+            apply_epilogue(epilogue, c);
+            times.gemm = t.elapsed();
+            return Ok(times);
+        }
         let (pa, pb) = (&self.preps[0], &self.preps[1]);
         if cand.gett.is_some() {
             let t = Instant::now();
@@ -609,6 +630,7 @@ impl<T: Element> TiledRun<'_, T> {
             parallel: false,
             c_tiles: None,
             gett: None,
+            nested: None,
             ..cand.clone()
         };
         let (ap, bp, cp) = (

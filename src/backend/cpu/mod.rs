@@ -6,6 +6,7 @@ mod calibrate;
 mod execute;
 mod gemm;
 pub(crate) mod gett;
+mod loops;
 
 pub use calibrate::{
     calibrate_gemm, calibrate_gemm_concurrency, calibrate_machine, time_gemm, time_gemm_in,

@@ -13,6 +13,11 @@ use crate::bench_contract::ContractBenchArgs;
 use crate::error::{CliError, CliResult};
 use crate::say;
 
+/// How long the bench waits after numpy's calls before timing ttgt on several threads: the
+/// spin-wait of OpenBLAS's idle workers (`OPENBLAS_THREAD_TIMEOUT`'s default, 2^28 cycles, is
+/// about 0.1 s at 2.5–3.5 GHz).
+const PEER_SPIN_SECONDS: std::time::Duration = std::time::Duration::from_millis(120);
+
 /// The numpy side, run by the Python interpreter the user names (or `python3`).
 const NUMPY_PEER: &str = include_str!("../../../benches/python/qc_numpy_peer.py");
 
@@ -168,7 +173,17 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
     };
     let mut ours: HashMap<String, QcResult> = HashMap::new();
     let mut theirs: HashMap<String, PeerTimes> = HashMap::new();
+    // OpenBLAS's workers spin for some 10^8 cycles after each call before they sleep: on a
+    // machine with no spare core they would take the cores ttgt's next round runs on
+    let quiet = || {
+        if threads != 1 {
+            std::thread::sleep(PEER_SPIN_SECONDS);
+        }
+    };
     for (k, c) in &distinct {
+        if peer.is_some() {
+            quiet();
+        }
         let mut run = QcRun::start(c, &o)?;
         let request = json!({"op": "start", "case": {"spec": c.spec, "shapes": c.shapes,
             "strides": c.strides, "dtype": numpy_dtype(c.dtype)}});
@@ -190,6 +205,7 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
                     let b = times.best.entry(way).or_insert(f64::INFINITY);
                     *b = b.min(s);
                 }
+                quiet();
             }
         }
         ours.insert(k.clone(), run.result().clone());

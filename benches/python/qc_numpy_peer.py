@@ -62,7 +62,7 @@ def main() -> None:
                 t = time.perf_counter()
                 fn()
                 once = max(time.perf_counter() - t, 1e-8)
-                per_batch[name] = max(1, min(1 << 20, math.ceil(batch_seconds / once)))
+                per_batch[name] = max(2, min(1 << 20, math.ceil(batch_seconds / once)))
         else:
             for name, fn in ways.items():
                 n = per_batch[name]

@@ -179,7 +179,7 @@ pub struct QcBenchOptions {
     pub threads: usize,
     /// Timed batches per case; the best batch's mean time per call is reported.
     pub repeat: usize,
-    /// Each batch repeats the call until it has run at least this long.
+    /// Each batch repeats the call until it has run at least this long (and at least twice).
     pub batch_seconds: f64,
 }
 
@@ -188,7 +188,7 @@ impl Default for QcBenchOptions {
         QcBenchOptions {
             threads: 1,
             repeat: 3,
-            batch_seconds: 2e-3,
+            batch_seconds: 5e-3,
         }
     }
 }
@@ -406,11 +406,9 @@ impl QcRun {
         clear_plan_caches();
         let first_seconds = replay.calls(1)?;
         let once = replay.calls(1)?.max(1e-8);
-        let per_batch = if once < o.batch_seconds {
-            ((o.batch_seconds / once).ceil() as usize).clamp(1, 1 << 20)
-        } else {
-            1
-        };
+        // at least two calls a batch: a single call of several milliseconds is as noisy as
+        // the host
+        let per_batch = ((o.batch_seconds / once).ceil() as usize).clamp(2, 1 << 20);
         let plan = replay.plan();
         Ok(QcRun {
             replay,

@@ -52,9 +52,9 @@ impl PeerTimes {
 }
 
 impl Peer {
-    fn spawn(python: &str, threads: usize) -> Result<Peer, String> {
+    fn spawn(python: &str, threads: usize, batch_seconds: f64) -> Result<Peer, String> {
         let mut child = Command::new(python)
-            .args(["-c", NUMPY_PEER, "2e-3"])
+            .args(["-c", NUMPY_PEER, &batch_seconds.to_string()])
             .env_remove("OPENBLAS_CORETYPE")
             .env("OPENBLAS_NUM_THREADS", threads.to_string())
             .env("OMP_NUM_THREADS", threads.to_string())
@@ -164,7 +164,7 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
         distinct.entry(key(c)).or_insert(c);
     }
     let python = a.python.clone().unwrap_or_else(|| "python3".into());
-    let mut peer = match Peer::spawn(&python, threads) {
+    let mut peer = match Peer::spawn(&python, threads, o.batch_seconds) {
         Ok(p) => Some(p),
         Err(why) => {
             eprintln!("numpy column left out: {why}");

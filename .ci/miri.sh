@@ -12,7 +12,9 @@
 # the contraction loop nest (backend/cpu/execute.rs) over candidates of small contractions
 # with our own GEMM: packed operands, loops and batch-reduce loops, C direct, through a
 # temporary, in place and in tiles, the epilogue, the measured choice; the streamed GEMV
-# (backend/cpu/gemm/gemv.rs: both matrix forms, strided vectors, rows split over threads).
+# (backend/cpu/gemm/gemv.rs: both matrix forms, strided vectors, rows split over threads); the
+# nested loops of tiny contractions (backend/cpu/loops.rs: dot products and vector updates over
+# permuted, reversed, diagonal and summed views, empty operands, complex).
 # Not covered: the SIMD kernels (under Miri `is_x86_feature_detected!` reports no AVX, so the
 # scalar paths run), the GEMM libraries (`matrixmultiply`, `gemm`), the huge-page advice
 # (madvise) and FFI (CUDA, HPTT).
@@ -53,7 +55,7 @@ group backend::cpu::execute:: backend::cpu::gett::tests &
 second=$!
 status=0
 group transpose::plan:: transpose::strided:: transpose::inplace::tests tensor::view:: tensor::alloc:: \
-  backend::cpu::gett::pack:: backend::cpu::gemm::gemv:: || status=1
+  backend::cpu::gett::pack:: backend::cpu::gemm::gemv:: backend::cpu::loops:: || status=1
 wait "$second" || status=1
 cat "$log_dir"/transpose::plan::.log "$log_dir"/backend::cpu::execute::.log
 exit "$status"

@@ -170,3 +170,121 @@ pub(crate) unsafe fn run_nested<T: Element>(
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use ndarray::{ArrayD, Axis, IxDyn};
+    use num_complex::Complex64;
+
+    use crate::plan::CandidateKind;
+    use crate::tensor::{Element, StridedView, StridedViewMut};
+    use crate::{ContractionPlan, Layout};
+
+    fn filled<T: Element>(shape: &[usize], seed: usize) -> ArrayD<T> {
+        let mut k = seed;
+        ArrayD::from_shape_simple_fn(IxDyn(shape), || {
+            k = (k * 7 + 3) % 11;
+            T::from_parts(k as f64 - 5.0, (k % 3) as f64)
+        })
+    }
+
+    /// `C = alpha * A·B + beta * C` by a plan that must be nested loops, against the
+    /// reference, into a C reversed along its first axis (negative strides).
+    fn check<T: Element>(spec: &str, a: ndarray::ArrayViewD<'_, T>, b: ndarray::ArrayViewD<'_, T>) {
+        let ab = crate::reference::einsum(spec, &[a.clone(), b.clone()]).unwrap();
+        let mut store: ArrayD<T> = filled(ab.shape(), 5);
+        let mut c = store.view_mut();
+        if c.ndim() > 0 {
+            c.invert_axis(Axis(0));
+        }
+        let (alpha, beta) = (T::from_parts(2.0, 1.0), T::from_parts(-1.0, 0.5));
+        let mut want = c.to_owned();
+        want.zip_mut_with(&ab, |w, &x| *w = alpha * x + beta * *w);
+        let plan = ContractionPlan::new(
+            spec,
+            &[Layout::of(&a), Layout::of(&b)],
+            &Layout::of(&c),
+            T::DTYPE,
+        )
+        .unwrap();
+        assert_eq!(
+            plan.chosen().map(|c| c.kind()),
+            Some(CandidateKind::Loops),
+            "{spec}"
+        );
+        let mut cv = StridedViewMut::of(&mut c).unwrap();
+        plan.execute(
+            alpha,
+            &[StridedView::of(&a), StridedView::of(&b)],
+            beta,
+            &mut cv,
+        )
+        .unwrap();
+        for (g, w) in c.iter().zip(&want) {
+            // small integers: exact in every type
+            assert_eq!(g, w, "{spec}");
+        }
+    }
+
+    #[test]
+    fn nests_match_the_reference() {
+        // Under Miri the planner cannot read `/proc/cpuinfo` for the provisional profile: it
+        // gets the default factors of a stored one instead.
+        #[cfg(miri)]
+        crate::model::set_profile(
+            crate::model::Profile::from_json(
+                r#"{"copy_gbps": [10.0], "transpose": {"rows": 0.9, "tile": 0.4,
+                    "tile_stream": 0.7, "scalar": 0.25, "overhead": 2e-6}}"#,
+            )
+            .unwrap(),
+        );
+        let a: ArrayD<f64> = filled(&[3, 2, 2], 1);
+        let b: ArrayD<f64> = filled(&[2, 2, 3], 2);
+        // a dot product over a permuted view (strided inner loop)
+        check("ijk,jki->", a.view(), b.view());
+        // vector updates with a reversed operand, a dot along a unit stride
+        let mut m: ArrayD<f64> = filled(&[3, 4], 3);
+        m.invert_axis(Axis(1));
+        check("ij,jk->ik", m.view(), filled::<f64>(&[4, 2], 4).view());
+        check(
+            "ij,k->ijk",
+            filled::<f64>(&[2, 3], 6).view(),
+            filled::<f64>(&[5], 7).view(),
+        );
+        // a diagonal and a one-sided sum (prepared views)
+        check(
+            "iij,jk->ik",
+            filled::<f64>(&[2, 2, 3], 8).view(),
+            filled::<f64>(&[3, 2], 9).view(),
+        );
+        check(
+            "bix,bj->bij",
+            filled::<f64>(&[2, 3, 2], 10).view(),
+            filled::<f64>(&[2, 2], 11).view(),
+        );
+        // empty: C without elements, and an empty contracted index (C = beta * C)
+        check(
+            "ij,jk->ik",
+            filled::<f64>(&[0, 3], 12).view(),
+            filled::<f64>(&[3, 2], 13).view(),
+        );
+        check(
+            "ij,jk->ik",
+            filled::<f64>(&[2, 0], 14).view(),
+            filled::<f64>(&[0, 3], 15).view(),
+        );
+        // complex, every inner form
+        let z: ArrayD<Complex64> = filled(&[2, 3], 16);
+        check(
+            "ij,jk->ik",
+            z.view(),
+            filled::<Complex64>(&[3, 2], 17).view(),
+        );
+        check("ij,ij->", z.view(), filled::<Complex64>(&[2, 3], 18).view());
+        check(
+            "ij,ij->ij",
+            z.view(),
+            filled::<Complex64>(&[2, 3], 19).view(),
+        );
+    }
+}

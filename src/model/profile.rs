@@ -348,6 +348,19 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
+/// Loads a stored-profile stand-in with the default factors, for tests under Miri: its
+/// isolation forbids reading `/proc/cpuinfo` for the provisional profile and the copy probe.
+#[cfg(all(test, miri))]
+pub(crate) fn set_miri_profile() {
+    set_profile(
+        Profile::from_json(
+            r#"{"copy_gbps": [10.0], "transpose": {"rows": 0.9, "tile": 0.4,
+                "tile_stream": 0.7, "scalar": 0.25, "overhead": 2e-6}}"#,
+        )
+        .unwrap(),
+    );
+}
+
 /// CPU model and logical core count, as far as the OS tells.
 pub fn machine_name() -> String {
     let model = std::fs::read_to_string("/proc/cpuinfo")

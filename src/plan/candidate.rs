@@ -18,7 +18,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::groups::{axes_of, by_stride, fuse_axes, packed_layout, stride_of};
-use super::loops::{loops_candidate, NestedLoops};
+use super::loops::NestedLoops;
 use super::options::{PlanOptions, DEFAULT_TILE_BYTES, WIDE_TILE_BYTES};
 use super::prepare::OperandPrep;
 use crate::einsum::{BoundSpec, Label};
@@ -1203,7 +1203,14 @@ fn gett_candidate(
 }
 
 /// Lists every candidate of a two-operand contraction under `options`, priced and sorted.
-pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enumeration> {
+///
+/// `loops`: the nested-loop candidate ([`super::loops::loops_candidate`]), priced beside the
+/// others when there is one.
+pub(crate) fn enumerate(
+    pb: &Problem<'_>,
+    options: &PlanOptions,
+    loops: Option<Candidate>,
+) -> Result<Enumeration> {
     let threads = options
         .threads
         .unwrap_or_else(crate::threads::default_threads)
@@ -1268,7 +1275,7 @@ pub(crate) fn enumerate(pb: &Problem<'_>, options: &PlanOptions) -> Result<Enume
     let wide_bytes = options.tile_bytes.is_none().then_some(WIDE_TILE_BYTES);
     let mut seen_tiles = HashSet::default();
     let mut seen = HashSet::default();
-    let mut all: Vec<Candidate> = loops_candidate(pb, options).into_iter().collect();
+    let mut all: Vec<Candidate> = loops.into_iter().collect();
     let mut excluded = Vec::new();
     for mo in &m_opts {
         for no in &n_opts {

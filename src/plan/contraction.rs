@@ -3,7 +3,7 @@
 
 use super::candidate::{enumerate, problem_bytes, Candidate, Problem, StepCosts};
 use super::groups::in_order_of;
-use super::loops::loops_alone;
+use super::loops::{loops_alone, loops_candidate};
 use super::options::{Epilogue, PlanOptions};
 use super::prepare::{prepare, OperandPrep};
 use crate::einsum::{parse, BoundSpec, Contraction, IndexKind, Label};
@@ -135,12 +135,13 @@ impl ContractionPlan {
                 k: in_order_of(&kind(IndexKind::Contracted), &plan.preps[0].kept),
                 dtype,
             };
-            if let Some(c) = loops_alone(&problem, options) {
+            let loops = loops_candidate(&problem, options);
+            if let Some(c) = loops.as_ref().filter(|c| loops_alone(c, options)) {
                 plan.measured = vec![None];
-                plan.candidates = vec![c];
+                plan.candidates = vec![c.clone()];
                 return Ok(plan);
             }
-            let e = enumerate(&problem, options)?;
+            let e = enumerate(&problem, options, loops)?;
             if e.candidates.is_empty() {
                 return Err(Error::Workspace {
                     needed: e.best_excluded.map_or(0, |c| c.workspace_bytes),

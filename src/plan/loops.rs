@@ -243,13 +243,10 @@ pub(crate) fn loops_candidate(pb: &Problem<'_>, options: &PlanOptions) -> Option
     })
 }
 
-/// The nested-loop candidate alone, when it is predicted within [`LOOPS_ALONE_SECONDS`] and
-/// the options let the models choose (no forced library, no measured tuning).
-pub(crate) fn loops_alone(pb: &Problem<'_>, options: &PlanOptions) -> Option<Candidate> {
-    if options.tuning != PlanTuning::Estimate {
-        return None;
-    }
-    loops_candidate(pb, options).filter(|c| c.predicted.total() <= LOOPS_ALONE_SECONDS)
+/// Whether the nested-loop candidate `c` is planned alone: it is predicted within
+/// [`LOOPS_ALONE_SECONDS`] and the options let the models choose (no measured tuning).
+pub(crate) fn loops_alone(c: &Candidate, options: &PlanOptions) -> bool {
+    options.tuning == PlanTuning::Estimate && c.predicted.total() <= LOOPS_ALONE_SECONDS
 }
 
 #[cfg(test)]

@@ -957,13 +957,7 @@ mod tests {
         // Under Miri the planner cannot probe this machine's copy bandwidth (16 MiB copies,
         // `/proc/cpuinfo`): it gets the default factors of a stored profile instead.
         #[cfg(miri)]
-        crate::model::set_profile(
-            crate::model::Profile::from_json(
-                r#"{"copy_gbps": [10.0], "transpose": {"rows": 0.9, "tile": 0.4,
-                    "tile_stream": 0.7, "scalar": 0.25, "overhead": 2e-6}}"#,
-            )
-            .unwrap(),
-        );
+        crate::model::profile::set_miri_profile();
         let opts = PlanOptions {
             threads: Some(2),
             library: Some(GemmLibrary::Native),

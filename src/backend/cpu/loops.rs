@@ -231,13 +231,7 @@ mod tests {
         // Under Miri the planner cannot read `/proc/cpuinfo` for the provisional profile: it
         // gets the default factors of a stored one instead.
         #[cfg(miri)]
-        crate::model::set_profile(
-            crate::model::Profile::from_json(
-                r#"{"copy_gbps": [10.0], "transpose": {"rows": 0.9, "tile": 0.4,
-                    "tile_stream": 0.7, "scalar": 0.25, "overhead": 2e-6}}"#,
-            )
-            .unwrap(),
-        );
+        crate::model::profile::set_miri_profile();
         let a: ArrayD<f64> = filled(&[3, 2, 2], 1);
         let b: ArrayD<f64> = filled(&[2, 2, 3], 2);
         // a dot product over a permuted view (strided inner loop)

@@ -21,7 +21,14 @@
 # moves (--micro-blocks off) and with 2x2 blocks (--micro-blocks all), one after the other,
 # $TTGT_MICRO_ROUNDS times, default 1; about 3 min on an H200), async (the same sets,
 # $TTGT_ASYNC_SETS, with the register-staged OD kernels and with the cp.async ones,
-# --async-copies, one after the other). TTGT_BENCH_SETS,
+# --async-copies, one after the other), contract (`ttgt bench contract --backend cuda
+# --all-candidates --max-candidates 6` on each set of $TTGT_CONTRACT_SETS, default tccg_f32
+# tccg_f64 ccsd_f64: the planner's choice and its candidates timed, with the regret), peers
+# (benches/gpu_peers.py: PyTorch, CuPy and JAX on the sets of $TTGT_PEER_SETS, default
+# tccg_f32,tccg_f64,ccsd_f64, peers $TTGT_PEERS, default torch,cupy,jax, with
+# $TTGT_PYTHON, default python3; output peers.jsonl). TTGT_SANITIZE_FILTER names the device
+# tests the sanitizers run (default all), TTGT_SANITIZE_SECONDS their limit (default 240).
+# TTGT_BENCH_SETS,
 # TTGT_VARIANT_SETS and TTGT_CALIBRATED_SETS choose the sets of each step (ttc_<dtype>,
 # perms6_<dtype>, tccg_<dtype>); TTGT_BENCH_ARGS adds arguments to the bench step (e.g.
 # --measure 20) and TTGT_BENCH_TAG names its output file. Output goes to $OUT (or ./gpu-out), in
@@ -54,6 +61,12 @@ export TTGT_GPU_MODEL_DIR="${TTGT_GPU_MODEL_DIR:-$OUT/model}"
 
 if has env; then
   {
+    "${TTGT_PYTHON:-python3}" -c 'import importlib
+for m in ("numpy", "torch", "cupy", "jax"):
+    try:
+        print(m, importlib.import_module(m).__version__)
+    except Exception as e:
+        print(m, "unavailable:", e)' 2>&1
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem \
       --format=csv
     echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
@@ -71,8 +84,12 @@ fi
 if has sanitize && command -v compute-sanitizer >/dev/null; then
   for tool in memcheck racecheck; do
     echo "== compute-sanitizer --tool $tool"
-    TTGT_REQUIRE_GPU=1 timeout 240 compute-sanitizer --tool "$tool" --print-limit 20 \
-      "$BIN/cuda_device" --test-threads=1 2>&1 | tee -a "$OUT/session.log" | grep -E 'ERROR SUMMARY|test result|=========' | head -n 30
+    t0=$(date +%s)
+    # shellcheck disable=SC2086  # the filter may name several tests
+    TTGT_REQUIRE_GPU=1 timeout "${TTGT_SANITIZE_SECONDS:-240}" compute-sanitizer --tool "$tool" \
+      --print-limit 20 "$BIN/cuda_device" --test-threads=1 ${TTGT_SANITIZE_FILTER:-} 2>&1 \
+      | tee -a "$OUT/session.log" | grep -E 'ERROR SUMMARY|test result|=========|^test ' | head -n 30
+    echo "== $tool: exit ${PIPESTATUS[0]}, $(($(date +%s) - t0)) s" | tee -a "$OUT/session.log"
   done
 fi
 
@@ -95,6 +112,7 @@ run_set() { # $1: tag, $2: label, $3: set, $4...: extra ttgt arguments
     perms6_*) run_bench "$tag" "$label" bench transpose --backend cuda --all-perms 6 --extent 16 \
       --dtype "$dt" "$@" ;;
     tccg_*) run_bench "$tag" "$label" bench contract --backend cuda --dtype "$dt" "$@" ;;
+    ccsd_*) run_bench "$tag" "$label" bench contract --backend cuda --cases ccsd --dtype "$dt" "$@" ;;
   esac
 }
 
@@ -138,6 +156,21 @@ if has async; then
     run_set async "${set}_staged" "$set"
     run_set async "${set}_async" "$set" --async-copies
   done
+fi
+
+if has contract; then
+  for set in ${TTGT_CONTRACT_SETS:-tccg_f32 tccg_f64 ccsd_f64}; do
+    run_set contract "$set" "$set" --all-candidates --max-candidates 6
+  done
+fi
+
+if has peers; then
+  echo "== peers: ${TTGT_PEER_SETS:-tccg_f32,tccg_f64,ccsd_f64} (${TTGT_PEERS:-torch,cupy,jax})"
+  t0=$(date +%s)
+  timeout "${TTGT_PEER_SECONDS:-300}" "${TTGT_PYTHON:-python3}" benches/gpu_peers.py \
+    --sets "${TTGT_PEER_SETS:-tccg_f32,tccg_f64,ccsd_f64}" --peers "${TTGT_PEERS:-torch,cupy,jax}" \
+    --out "$OUT/peers.jsonl" 2>&1 | tee -a "$OUT/session.log" | tail -n 8
+  echo "== peers: exit ${PIPESTATUS[0]}, $(($(date +%s) - t0)) s" | tee -a "$OUT/session.log"
 fi
 
 if has calibrate; then

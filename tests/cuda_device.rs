@@ -184,6 +184,17 @@ fn contraction<T: Element>(dev: &Device, spec: &str, sa: &[usize], sb: &[usize])
     }
 }
 
+/// Asserts f64 results within 1e-9 (relative to 1 + |want|).
+fn assert_close(got: &ArrayD<f64>, want: &ArrayD<f64>, what: &dyn Fn() -> String) {
+    for (g, w) in got.iter().zip(want.iter()) {
+        assert!(
+            (g - w).abs() <= 1e-9 * (1.0 + w.abs()),
+            "{}: {g} vs {w}",
+            what()
+        );
+    }
+}
+
 /// `C = 2 * einsum(spec, A, B) - 0.5 * C` on the device against the CPU reference (f64).
 fn contraction_alpha_beta(dev: &Device, spec: &str, sa: &[usize], sb: &[usize]) {
     let a: ArrayD<f64> = data(sa, 4);
@@ -195,13 +206,7 @@ fn contraction_alpha_beta(dev: &Device, spec: &str, sa: &[usize], sb: &[usize]) 
     let mut dc = dev.upload(&c0).unwrap();
     dev.contract_into(spec, 2.0, &da, &db, -0.5, &mut dc)
         .unwrap();
-    let got = dev.download(&dc).unwrap();
-    for (g, w) in got.iter().zip(want.iter()) {
-        assert!(
-            (g - w).abs() <= 1e-9 * (1.0 + w.abs()),
-            "{spec}: {g} vs {w}"
-        );
-    }
+    assert_close(&dev.download(&dc).unwrap(), &want, &|| spec.to_string());
 }
 
 #[test]
@@ -254,6 +259,14 @@ fn measured_tuning_keeps_results_exact() {
     dev.set_tuning(ttgt::backend::cuda::ttlg::GpuTuning::Measure {
         budget: std::time::Duration::from_millis(5),
     });
+    // Contractions: the measured plan (any of the planner's shortlist) with alpha and beta.
+    for (spec, sa, sb) in [
+        ("adb,cd->cba", &[64, 48, 40][..], &[8, 48][..]),
+        ("bgfd,caeg->fedcba", &[4, 5, 6, 3], &[7, 2, 4, 5]),
+        ("ka,jbki->jiba", &[3, 7], &[4, 7, 3, 4]),
+    ] {
+        contraction_alpha_beta(&dev, spec, sa, sb);
+    }
     // Every permutation of a rank-5 tensor: the measured plans (any of the ranked slices)
     // agree with the CPU.
     transposes::<f32>(&dev, &[7, 4, 3, 6, 5]);
@@ -277,4 +290,48 @@ fn measured_tuning_keeps_results_exact() {
             c.name
         );
     }
+}
+
+/// Every candidate the planner weighs (direct, partial and packed), run as it is, with
+/// alpha/beta, against the CPU reference; a plan run on operands of another shape is refused
+/// and leaves C as it was.
+#[test]
+fn every_candidate_plan_agrees() {
+    use ttgt::backend::cuda::contract::GpuContractionPlan;
+    let Some(dev) = device("every_candidate_plan_agrees") else {
+        return;
+    };
+    let mut kinds = std::collections::BTreeSet::new();
+    for (spec, sa, sb) in [
+        ("adb,cd->cba", &[6, 5, 7][..], &[3, 5][..]),
+        ("dca,bd->abc", &[4, 5, 6], &[7, 4]),
+        ("abcd,dbef->acef", &[4, 5, 6, 7], &[7, 5, 3, 2]),
+        ("ka,jbki->jiba", &[3, 7], &[4, 7, 3, 4]),
+        ("bkic,jkca->bija", &[7, 3, 4, 7], &[4, 3, 7, 7]),
+        ("bda,dc->abc", &[6, 5, 7], &[5, 4]),
+    ] {
+        let a: ArrayD<f64> = data(sa, 4);
+        let b: ArrayD<f64> = data(sb, 5);
+        let r = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+        let c0: ArrayD<f64> = data(r.shape(), 6);
+        let want = r.mapv(|x| 2.0 * x) + c0.mapv(|x| -0.5 * x);
+        let (da, db) = (dev.upload(&a).unwrap(), dev.upload(&b).unwrap());
+        let plans =
+            GpuContractionPlan::candidates(spec, sa, sb, ttgt::DType::F64, false, dev.props())
+                .unwrap();
+        for p in &plans {
+            kinds.insert(p.kind());
+            let mut dc = dev.upload(&c0).unwrap();
+            dev.contract_with_plan(p, 2.0, &da, &db, -0.5, &mut dc)
+                .unwrap();
+            assert_close(&dev.download(&dc).unwrap(), &want, &|| p.describe());
+        }
+        // Operands swapped: a shape mismatch, C untouched.
+        let mut dc = dev.upload(&c0).unwrap();
+        assert!(dev
+            .contract_with_plan(&plans[0], 2.0, &db, &da, -0.5, &mut dc)
+            .is_err());
+        assert_eq!(dev.download(&dc).unwrap(), c0);
+    }
+    assert_eq!(kinds.len(), 3, "{kinds:?}");
 }

@@ -943,3 +943,70 @@ fn every_candidate_of_measured_tuning_is_correct() {
         "measured tuning would have had a choice in only {several} TTC cases"
     );
 }
+
+/// Every candidate the GPU planner weighs (`GpuContractionPlan::candidates`: direct, partial
+/// and packed plans in every index order), emulated, against the reference.
+#[test]
+fn every_gpu_contraction_candidate_emulated() {
+    use ttgt::backend::cuda::contract::{execute_emulated, shortlist, GpuContractionPlan};
+    let mut kinds = std::collections::BTreeSet::new();
+    let cases: [(&str, &[usize], &[usize]); 5] = [
+        ("adb,cd->cba", &[6, 5, 7], &[3, 5]),
+        ("bgfd,caeg->fedcba", &[4, 5, 3, 2], &[3, 2, 4, 5]),
+        ("ka,jbki->jiba", &[3, 7], &[4, 7, 3, 4]),
+        ("bda,dc->abc", &[6, 5, 7], &[5, 4]),
+        ("abcd,dbef->acef", &[4, 5, 6, 7], &[7, 5, 3, 2]),
+    ];
+    for (spec, sa, sb) in cases {
+        let a: ArrayD<f64> = data(sa, 4);
+        let b: ArrayD<f64> = data(sb, 5);
+        let r = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+        let c0: ArrayD<f64> = data(r.shape(), 6);
+        let want = r.mapv(|x| 0.5 * x) + c0.mapv(|x| -2.0 * x);
+        let plans = GpuContractionPlan::candidates(
+            spec,
+            sa,
+            sb,
+            ttgt::DType::F64,
+            false,
+            &DeviceProps::emulator(),
+        )
+        .unwrap();
+        let first = GpuContractionPlan::new(
+            spec,
+            sa,
+            sb,
+            ttgt::DType::F64,
+            false,
+            &DeviceProps::emulator(),
+        )
+        .unwrap();
+        assert_eq!(plans[0].describe(), first.describe(), "{spec}");
+        assert_eq!(
+            shortlist(&plans, 2)[..2.min(plans.len())],
+            [0, 1][..2.min(plans.len())]
+        );
+        for p in &plans {
+            kinds.insert(p.kind());
+            let mut c = c0.clone();
+            execute_emulated(
+                p,
+                0.5,
+                a.as_slice().unwrap(),
+                b.as_slice().unwrap(),
+                -2.0,
+                c.as_slice_mut().unwrap(),
+            )
+            .unwrap_or_else(|e| panic!("{spec}: {e}\n{}", p.describe()));
+            for (g, w) in c.iter().zip(want.iter()) {
+                assert!(
+                    (g - w).abs() <= 1e-9 * (1.0 + w.abs()),
+                    "{spec} {}: {g} vs {w}\n{}",
+                    p.kind(),
+                    p.describe()
+                );
+            }
+        }
+    }
+    assert_eq!(kinds.len(), 3, "{kinds:?}");
+}

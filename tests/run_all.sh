@@ -29,8 +29,8 @@ echo "== building and installing the Python package (maturin, release)"
 echo "== cargo test"
 PATH="$PWD/$venv/bin:$PATH" TTGT_REQUIRE_NUMPY=1 cargo test
 
-echo "== mypy src/python/ttgt"
-"$py" -m mypy --ignore-missing-imports src/python/ttgt
+echo "== mypy src/python/ttgt, the GPU peer harness"
+"$py" -m mypy --ignore-missing-imports src/python/ttgt benches/gpu_peers.py benches/python/gpu_compare.py
 
 echo "== pytest tests/python"
 (cd tests/python && TTGT_REQUIRE_PEERS=1 "$py" -m pytest -q -p no:cacheprovider .)

@@ -12,7 +12,7 @@ use crate::bench::{TransposeCase, TransposeResult};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Element, Layout};
 
-use super::contract::GpuContractionPlan;
+use super::contract::{shortlist, GpuContractionPlan};
 use super::device::Device;
 use super::ttlg::{Features, GpuModel, MicroBlocks, Schema, TtlgOptions, TtlgPlan};
 
@@ -282,6 +282,27 @@ pub struct ContractResult {
     pub ratio: f64,
     /// The plan, described.
     pub plan: String,
+    /// The plan's kind (`direct`, `partial` or `packed`, [`GpuContractionPlan::kind`]).
+    pub kind: &'static str,
+    /// The plan's predicted seconds.
+    pub predicted_seconds: f64,
+    /// Candidates timed one by one (empty unless asked for), the planner's choice first.
+    pub candidates: Vec<CandidateTime>,
+}
+
+/// One timed candidate plan of a contraction ([`bench_contract_candidates`]).
+#[derive(Clone, Debug)]
+pub struct CandidateTime {
+    /// Rank in the planner's order (0: the plan it picks).
+    pub rank: usize,
+    /// `direct`, `partial` or `packed`.
+    pub kind: &'static str,
+    /// Predicted seconds.
+    pub predicted_seconds: f64,
+    /// Best repeated-use seconds, timed like [`ContractResult::seconds`].
+    pub seconds: f64,
+    /// The plan, described.
+    pub plan: String,
 }
 
 fn contract_typed<T: Element>(
@@ -290,6 +311,7 @@ fn contract_typed<T: Element>(
     sa: &[usize],
     sb: &[usize],
     repeat: usize,
+    max_candidates: usize,
 ) -> Result<ContractResult> {
     let plan = GpuContractionPlan::new(spec, sa, sb, T::DTYPE, true, dev.props())?;
     let a = dev.upload(&ArrayD::<T>::from_elem(IxDyn(sa), T::one()))?;
@@ -302,6 +324,23 @@ fn contract_typed<T: Element>(
     let seconds = best(dev, repeat, || {
         dev.contract_into(spec, T::one(), &a, &b, T::zero(), &mut c)
     })?;
+    let mut candidates = Vec::new();
+    if max_candidates > 0 {
+        let plans = GpuContractionPlan::candidates(spec, sa, sb, T::DTYPE, true, dev.props())?;
+        for i in shortlist(&plans, max_candidates) {
+            let p = &plans[i];
+            let t = best(dev, repeat, || {
+                dev.contract_with_plan(p, T::one(), &a, &b, T::zero(), &mut c)
+            })?;
+            candidates.push(CandidateTime {
+                rank: i,
+                kind: p.kind(),
+                predicted_seconds: p.predicted_seconds,
+                seconds: t,
+                plan: p.describe(),
+            });
+        }
+    }
     let g = plan.gemm;
     let ga = dev.zeros::<T>(&[g.batch * g.m * g.k])?;
     let gb = dev.zeros::<T>(&[g.batch * g.k * g.n])?;
@@ -321,6 +360,9 @@ fn contract_typed<T: Element>(
         gemm_gflops,
         ratio: gflops / gemm_gflops,
         plan: plan.describe(),
+        kind: plan.kind(),
+        predicted_seconds: plan.predicted_seconds,
+        candidates,
     })
 }
 
@@ -342,11 +384,38 @@ pub fn bench_contract(
     dtype: DType,
     repeat: usize,
 ) -> Result<ContractResult> {
+    bench_contract_candidates(dev, spec, sa, sb, dtype, repeat, 0)
+}
+
+/// [`bench_contract`], and the planner's candidates ([`GpuContractionPlan::candidates`])
+/// timed one by one on the same data: the first `max_candidates` in the planner's order and
+/// the best-ranked of each kind beyond them (for the planner's regret).
+///
+/// ```no_run
+/// # #[cfg(feature = "cuda")] {
+/// use ttgt::backend::cuda::{bench, device::Device};
+/// let dev = Device::new(0).unwrap();
+/// let r = bench::bench_contract_candidates(&dev, "abc,cd->dab", &[64, 64, 64], &[64, 64],
+///                                          ttgt::DType::F64, 3, 8).unwrap();
+/// let fastest = r.candidates.iter().map(|c| c.seconds).fold(f64::INFINITY, f64::min);
+/// println!("regret {:.1} %", 100.0 * (r.candidates[0].seconds / fastest - 1.0));
+/// # }
+/// ```
+pub fn bench_contract_candidates(
+    dev: &Device,
+    spec: &str,
+    sa: &[usize],
+    sb: &[usize],
+    dtype: DType,
+    repeat: usize,
+    max_candidates: usize,
+) -> Result<ContractResult> {
+    let m = max_candidates;
     match dtype {
-        DType::F32 => contract_typed::<f32>(dev, spec, sa, sb, repeat),
-        DType::F64 => contract_typed::<f64>(dev, spec, sa, sb, repeat),
-        DType::C32 => contract_typed::<Complex32>(dev, spec, sa, sb, repeat),
-        DType::C64 => contract_typed::<Complex64>(dev, spec, sa, sb, repeat),
+        DType::F32 => contract_typed::<f32>(dev, spec, sa, sb, repeat, m),
+        DType::F64 => contract_typed::<f64>(dev, spec, sa, sb, repeat, m),
+        DType::C32 => contract_typed::<Complex32>(dev, spec, sa, sb, repeat, m),
+        DType::C64 => contract_typed::<Complex64>(dev, spec, sa, sb, repeat, m),
     }
 }
 

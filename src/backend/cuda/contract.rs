@@ -449,6 +449,9 @@ pub struct GpuContractionPlan {
     /// The GEMM call: [`BlasCall::packed`] of `gemm` for TTGT plans, a call on the operands
     /// in place for direct plans.
     pub blas: BlasCall,
+    /// Predicted seconds of the whole plan: the transposes (TTLG model) plus the call's
+    /// roofline ([`BlasCall::predicted_seconds`]).
+    pub predicted_seconds: f64,
 }
 
 fn position(labels: &[Label], l: Label) -> usize {
@@ -580,6 +583,49 @@ impl GpuContractionPlan {
         beta_zero: bool,
         props: &DeviceProps,
     ) -> Result<Self> {
+        Self::ranked(spec, a_shape, b_shape, dtype, beta_zero, props, false)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| {
+                Error::Unsupported(format!("GPU contraction {spec:?}: no matricization"))
+            })
+    }
+
+    /// Every distinct plan the planner weighs, the one [`GpuContractionPlan::new`] picks
+    /// first (the direct call where there is one), then the others by predicted time
+    /// (`predicted_seconds`): what `ttgt bench contract --backend cuda
+    /// --all-candidates` times to measure the planner's regret.
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
+    /// let c = GpuContractionPlan::candidates("dca,bd->abc", &[4, 5, 6], &[7, 4], ttgt::DType::F32,
+    ///                                        true, &DeviceProps::nominal()).unwrap();
+    /// assert!(c.len() > 1 && c.iter().any(|p| p.kind() == "packed"));
+    /// assert_eq!(c[0].describe(), GpuContractionPlan::new("dca,bd->abc", &[4, 5, 6], &[7, 4],
+    ///            ttgt::DType::F32, true, &DeviceProps::nominal()).unwrap().describe());
+    /// ```
+    pub fn candidates(
+        spec: &str,
+        a_shape: &[usize],
+        b_shape: &[usize],
+        dtype: DType,
+        beta_zero: bool,
+        props: &DeviceProps,
+    ) -> Result<Vec<Self>> {
+        Self::ranked(spec, a_shape, b_shape, dtype, beta_zero, props, true)
+    }
+
+    /// The plans in the planner's order; `all = false` stops at the direct call when there is
+    /// one (its transposes need not be planned).
+    fn ranked(
+        spec: &str,
+        a_shape: &[usize],
+        b_shape: &[usize],
+        dtype: DType,
+        beta_zero: bool,
+        props: &DeviceProps,
+        all: bool,
+    ) -> Result<Vec<Self>> {
         let bound = parse(spec)?.bind(&[a_shape, b_shape])?;
         let con = bound.classify()?;
         let unsupported = |what: &str| {
@@ -641,17 +687,30 @@ impl GpuContractionPlan {
             n: n_,
             k: k_,
         };
-        if let Some(blas) = direct_call(&bound, &con, [al, bl, cl]) {
-            return Ok(GpuContractionPlan {
+        let plan = |[pack_a, pack_b, unpack_c]: [Option<PackStep>; 3], blas: BlasCall| {
+            let moves: f64 = [&pack_a, &pack_b, &unpack_c]
+                .iter()
+                .filter_map(|s| s.as_ref())
+                .map(|s| s.plan.predicted_seconds)
+                .sum();
+            GpuContractionPlan {
+                predicted_seconds: moves + blas.predicted_seconds(dtype, props),
                 spec: spec.to_string(),
                 dtype,
                 gemm,
-                pack_a: None,
-                pack_b: None,
-                unpack_c: None,
+                pack_a,
+                pack_b,
+                unpack_c,
                 blas,
-                shapes: [a_shape.to_vec(), b_shape.to_vec(), c_shape],
-            });
+                shapes: [a_shape.to_vec(), b_shape.to_vec(), c_shape.clone()],
+            }
+        };
+        let mut out = Vec::new();
+        if let Some(blas) = direct_call(&bound, &con, [al, bl, cl]) {
+            out.push(plan([None, None, None], blas));
+            if !all {
+                return Ok(out);
+            }
         }
         let mut memo: std::collections::HashMap<(Vec<Label>, Vec<Label>, bool), Option<PackStep>> =
             std::collections::HashMap::new();
@@ -677,7 +736,7 @@ impl GpuContractionPlan {
         type Key = (f64, std::cmp::Reverse<usize>, u32);
         let mut calls: std::collections::HashMap<[Vec<Label>; 3], Option<BlasCall>> =
             std::collections::HashMap::new();
-        let mut best: Option<(Key, [Option<PackStep>; 3], BlasCall)> = None;
+        let mut found_plans: Vec<(Key, [Option<PackStep>; 3], BlasCall)> = Vec::new();
         for batch in &batches {
             for m in &ms {
                 for n in &ns {
@@ -722,36 +781,52 @@ impl GpuContractionPlan {
                                 + call.predicted_seconds(dtype, props);
                             let moved = steps.iter().filter(|s| s.is_some()).count() as u32;
                             let key = (t, std::cmp::Reverse(call.m * call.n), moved);
-                            let better = best.as_ref().is_none_or(|(b, _, _)| {
-                                key.0
-                                    .total_cmp(&b.0)
-                                    .then(key.1.cmp(&b.1))
-                                    .then(key.2.cmp(&b.2))
-                                    .is_lt()
-                            });
-                            if better {
-                                best = Some((key, steps, call));
-                            }
+                            found_plans.push((key, steps, call));
                         }
                     }
                 }
             }
         }
-        let Some((_, [pack_a, pack_b, unpack_c], blas)) = best else {
-            return Err(Error::Unsupported(format!(
-                "GPU contraction {spec:?}: no matricization"
-            )));
-        };
-        Ok(GpuContractionPlan {
-            spec: spec.to_string(),
-            dtype,
-            gemm,
-            pack_a,
-            pack_b,
-            unpack_c,
-            blas,
-            shapes: [a_shape.to_vec(), b_shape.to_vec(), c_shape],
-        })
+        // Stable: equal keys keep the enumeration order (C's orders first).
+        found_plans.sort_by(|(a, _, _), (b, _, _)| {
+            a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+        });
+        let perm = |s: &Option<PackStep>| s.as_ref().map(|s| s.perm.clone());
+        for (_, steps, call) in found_plans {
+            let p = plan(steps, call);
+            let same = |q: &GpuContractionPlan| {
+                q.blas == p.blas
+                    && perm(&q.pack_a) == perm(&p.pack_a)
+                    && perm(&q.pack_b) == perm(&p.pack_b)
+                    && perm(&q.unpack_c) == perm(&p.unpack_c)
+            };
+            if !out.iter().any(same) {
+                out.push(p);
+            }
+            if !all && !out.is_empty() {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The plan's kind: `direct` (one call on the operands in place), `packed` (TTGT: A and
+    /// B packed, the call on packed operands) or `partial` (some operands in place).
+    ///
+    /// ```
+    /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
+    /// let p = GpuContractionPlan::new("bda,dc->abc", &[6, 5, 7], &[5, 4], ttgt::DType::F64, true,
+    ///                                 &DeviceProps::nominal()).unwrap();
+    /// assert_eq!(p.kind(), "direct");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        if self.is_direct() {
+            "direct"
+        } else if self.blas == BlasCall::packed(&self.gemm) {
+            "packed"
+        } else {
+            "partial"
+        }
     }
 
     /// Whether the plan runs one GEMM call on the operands in place (no workspace, no
@@ -842,6 +917,32 @@ impl GpuContractionPlan {
         }
         s
     }
+}
+
+/// Contraction plans measured tuning times ([`shortlist`]): the planner's best few.
+pub const MEASURE_CONTRACTIONS: usize = 4;
+
+/// Which of the ranked candidates ([`GpuContractionPlan::candidates`]) to time: the first
+/// `max`, then the best-ranked of each kind (direct, partial, packed) not among them.
+///
+/// ```
+/// use ttgt::backend::cuda::{contract::{shortlist, GpuContractionPlan}, ttlg::DeviceProps};
+/// let c = GpuContractionPlan::candidates("dca,bd->abc", &[4, 5, 6], &[7, 4], ttgt::DType::F32,
+///                                        true, &DeviceProps::nominal()).unwrap();
+/// let s = shortlist(&c, 1);
+/// assert_eq!(s[0], 0);
+/// assert!(s.iter().any(|&i| c[i].kind() == "packed"));
+/// ```
+pub fn shortlist(plans: &[GpuContractionPlan], max: usize) -> Vec<usize> {
+    let mut out: Vec<usize> = (0..plans.len().min(max)).collect();
+    for kind in ["direct", "partial", "packed"] {
+        if !out.iter().any(|&i| plans[i].kind() == kind) {
+            if let Some(i) = plans.iter().position(|p| p.kind() == kind) {
+                out.push(i);
+            }
+        }
+    }
+    out
 }
 
 /// The CPU stand-in for the GEMM (emulated runs): packed row-major, batched.

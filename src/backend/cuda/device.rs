@@ -1164,18 +1164,117 @@ impl Device {
         let plan = match cached {
             Some(p) => p,
             None => {
-                let p = Arc::new(GpuContractionPlan::new(
-                    spec,
-                    a.shape(),
-                    b.shape(),
-                    T::DTYPE,
-                    beta.is_exact_zero(),
-                    &self.props,
-                )?);
+                let p = Arc::new(match self.tuning {
+                    GpuTuning::Estimate => GpuContractionPlan::new(
+                        spec,
+                        a.shape(),
+                        b.shape(),
+                        T::DTYPE,
+                        beta.is_exact_zero(),
+                        &self.props,
+                    )?,
+                    GpuTuning::Measure { budget } => {
+                        self.fastest_contraction(spec, a, b, beta.is_exact_zero(), budget)?
+                    }
+                });
                 lock(&self.contractions, "contraction plan cache")?.insert(key, p.clone());
                 p
             }
         };
+        self.contract_with_plan(&plan, alpha, a, b, beta, c)
+    }
+
+    /// Measured tuning of a contraction: times the planner's shortlist
+    /// ([`contract::shortlist`](super::contract::shortlist) of
+    /// [`MEASURE_CONTRACTIONS`](super::contract::MEASURE_CONTRACTIONS)) on A and B into a
+    /// scratch C (one warm-up run, then the mean of two between CUDA events) until `budget`
+    /// is spent (at least two), and returns the fastest. Without scratch memory, the
+    /// planner's first choice.
+    fn fastest_contraction<T: Element>(
+        &self,
+        spec: &str,
+        a: &DeviceTensor<T>,
+        b: &DeviceTensor<T>,
+        beta_zero: bool,
+        budget: std::time::Duration,
+    ) -> Result<GpuContractionPlan> {
+        let mut plans = GpuContractionPlan::candidates(
+            spec,
+            a.shape(),
+            b.shape(),
+            T::DTYPE,
+            beta_zero,
+            &self.props,
+        )?;
+        let short = super::contract::shortlist(&plans, super::contract::MEASURE_CONTRACTIONS);
+        if short.len() < 2 {
+            return Ok(plans.swap_remove(0));
+        }
+        let Ok(mut scratch) = self.zeros::<T>(&plans[0].shapes[2]) else {
+            return Ok(plans.swap_remove(0));
+        };
+        let start = std::time::Instant::now();
+        let (mut best, mut best_t) = (0, f64::INFINITY);
+        for (n, &i) in short.iter().enumerate() {
+            if n >= 2 && start.elapsed() >= budget {
+                break;
+            }
+            let mut run =
+                || self.contract_with_plan(&plans[i], T::one(), a, b, T::zero(), &mut scratch);
+            run()?;
+            let t = self.time_on_stream(|| {
+                run()?;
+                run()
+            })?;
+            if t < best_t {
+                (best, best_t) = (i, t);
+            }
+        }
+        Ok(plans.swap_remove(best))
+    }
+
+    /// Runs a given contraction plan (one of [`GpuContractionPlan::candidates`], say) on
+    /// operands of its shapes: `C = alpha * einsum(A, B) + beta * C`. A plan made for
+    /// `beta_zero` must run with beta = 0.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::{contract::GpuContractionPlan, device::Device};
+    /// let dev = Device::new(0).unwrap();
+    /// let a = dev.upload(&ndarray::Array2::<f32>::ones((4, 6))).unwrap();
+    /// let b = dev.upload(&ndarray::Array2::<f32>::ones((6, 5))).unwrap();
+    /// let mut c = dev.zeros::<f32>(&[5, 4]).unwrap();
+    /// for p in GpuContractionPlan::candidates("ik,kj->ji", &[4, 6], &[6, 5], ttgt::DType::F32,
+    ///                                         true, dev.props()).unwrap() {
+    ///     dev.contract_with_plan(&p, 1.0, &a, &b, 0.0, &mut c).unwrap();
+    /// }
+    /// # }
+    /// ```
+    pub fn contract_with_plan<T: Element>(
+        &self,
+        plan: &GpuContractionPlan,
+        alpha: T,
+        a: &DeviceTensor<T>,
+        b: &DeviceTensor<T>,
+        beta: T,
+        c: &mut DeviceTensor<T>,
+    ) -> Result<()> {
+        let spec = &plan.spec;
+        if plan.dtype != T::DTYPE {
+            return Err(Error::PlanMismatch(format!(
+                "contraction plan for {spec:?} is for {}, the operands are {}",
+                plan.dtype.name(),
+                T::DTYPE.name()
+            )));
+        }
+        for (i, t) in [a.shape(), b.shape()].into_iter().enumerate() {
+            if t != plan.shapes[i].as_slice() {
+                return Err(Error::PlanMismatch(format!(
+                    "contraction plan for {spec:?}: operand {i} has shape {t:?}, the plan {:?}",
+                    plan.shapes[i]
+                )));
+            }
+        }
         if c.shape() != plan.shapes[2].as_slice() {
             return Err(Error::OutputShape {
                 spec: spec.to_string(),

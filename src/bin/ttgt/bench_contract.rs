@@ -20,8 +20,10 @@ use crate::say;
 pub struct ContractBenchArgs {
     /// A TCCG-format table (default: the TCCG benchmark shipped in benches/data), or `qc`:
     /// the einsum calls of PySCF coupled-cluster runs (benches/data/qc_contractions.tsv, or a
-    /// file in its format), each beside numpy and its roofline bound.
-    #[arg(long, value_name = "FILE.tsv|qc")]
+    /// file in its format), each beside numpy and its roofline bound. With --backend cuda:
+    /// `tccg` (default) or `ccsd`, the distinct calls of a PySCF RCCSD iteration (water,
+    /// cc-pVTZ) rescaled to the orbital counts of --orbitals (default 24,117 and 40,301).
+    #[arg(long, value_name = "FILE.tsv|qc|ccsd")]
     pub cases: Option<PathBuf>,
     /// With the qc table: the same calls for a molecule of O occupied and V virtual orbitals.
     #[arg(long, value_name = "O,V")]
@@ -120,6 +122,12 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
                 only: a.only.clone(),
                 measure: a.measure,
                 json: a.json,
+                cases: a
+                    .cases
+                    .as_ref()
+                    .map_or_else(|| "tccg".to_string(), |p| p.display().to_string()),
+                orbitals: a.orbitals.clone(),
+                all_candidates: a.all_candidates.then_some(a.max_candidates),
             })
         }
         other => {

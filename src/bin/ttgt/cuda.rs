@@ -5,7 +5,6 @@
 use crate::error::{CliError, CliResult};
 #[cfg(feature = "cuda")]
 use crate::say;
-use clap::Args;
 
 /// Whether `--backend` names the CUDA backend (`cpu` or `cuda`).
 pub fn is_cuda(backend: &str) -> CliResult<bool> {
@@ -49,27 +48,87 @@ fn tccg_cases(dtype: ttgt::DType) -> CliResult<Vec<TccgCase>> {
     Ok(out)
 }
 
-/// Arguments of `ttgt bench contract`.
-#[derive(Args, Debug)]
+/// The run whose calls make the CCSD set: RCCSD on water in cc-pVTZ (5 occupied, 53 virtual
+/// orbitals), each call's extents rescaled to other orbital counts.
+const CCSD_RUN: &str = "water/cc-pvtz/rccsd";
+
+/// The distinct contractions of a PySCF RCCSD iteration at each `(occupied, virtual)` pair:
+/// the recorded calls of [`CCSD_RUN`] with every occupied extent replaced by the first and
+/// every virtual extent by the second, as dense row-major operands.
+fn ccsd_cases(orbitals: &[(usize, usize)]) -> CliResult<Vec<TccgCase>> {
+    let all = ttgt::bench::parse_qc(ttgt::bench::QC_TSV)?;
+    let mut out = Vec::new();
+    for &(o, v) in orbitals {
+        for c in all.iter().filter(|c| c.workload == CCSD_RUN) {
+            let (ro, rv) = c.orbitals;
+            let map = |x: usize| -> CliResult<usize> {
+                match x {
+                    x if x == ro => Ok(o),
+                    x if x == rv => Ok(v),
+                    x => Err(CliError::new(format!(
+                        "{}: extent {x} is neither the occupied ({ro}) nor the virtual ({rv}) count",
+                        c.name
+                    ))),
+                }
+            };
+            let mut shapes = Vec::new();
+            for s in &c.shapes {
+                shapes.push(s.iter().map(|&x| map(x)).collect::<CliResult<Vec<_>>>()?);
+            }
+            let [sa, sb] = <[Vec<usize>; 2]>::try_from(shapes)
+                .map_err(|_| CliError::new(format!("{}: not two operands", c.name)))?;
+            out.push((format!("ccsd-{o}x{v}-{}", c.name), c.spec.clone(), sa, sb));
+        }
+    }
+    Ok(out)
+}
+
+/// Orbital counts of the ccsd set when none are given: the occupied/virtual sizes of a
+/// mid-size (triple-zeta, small molecule) and a large (40 occupied) CCSD.
+const CCSD_ORBITALS: [(usize, usize); 2] = [(24, 117), (40, 301)];
+
+/// Parses `O,V` into one orbital pair (none given: [`CCSD_ORBITALS`]).
+fn parse_orbitals(s: Option<&str>) -> CliResult<Vec<(usize, usize)>> {
+    let Some(s) = s else {
+        return Ok(CCSD_ORBITALS.to_vec());
+    };
+    let bad = || CliError::new(format!("--orbitals {s:?}: expected O,V (e.g. 24,117)"));
+    let (o, v) = s.split_once(',').ok_or_else(bad)?;
+    let n = |x: &str| {
+        x.trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|&x| x > 0)
+            .ok_or_else(bad)
+    };
+    Ok(vec![(n(o)?, n(v)?)])
+}
+
+/// What `ttgt bench contract --backend cuda` was asked for.
+#[derive(Debug)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub struct ContractBenchArgs {
-    /// Backend: cuda (the CPU contraction benchmark is `cargo bench --bench contract`).
-    #[arg(long, value_name = "BACKEND", default_value = "cuda")]
+    /// Backend: cuda.
     pub backend: String,
     /// Element type: f32, f64, c32 or c64.
-    #[arg(long, value_name = "TYPE", default_value = "f32")]
     pub dtype: String,
-    /// Timed executions per case; the best is reported.
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    /// Timed samples per case; the best is reported.
     pub repeat: usize,
+    /// Case set: tccg (the 48 TCCG contractions) or ccsd (the distinct contractions of a
+    /// PySCF RCCSD iteration at the orbital counts of `orbitals`).
+    pub cases: String,
+    /// `O,V`: occupied and virtual orbital counts of the ccsd set (default: 24,117 and
+    /// 40,301).
+    pub orbitals: Option<String>,
     /// Run only the TCCG cases whose names contain this text, or a comma list of ids.
-    #[arg(long, value_name = "TEXT")]
     pub only: Option<String>,
+    /// Also time the planner's candidates one by one: the first N in its order and the
+    /// best-ranked plan of each kind (direct, partial, packed); reports the planner's regret.
+    pub all_candidates: Option<usize>,
     /// Measured tuning of the contractions' transposes: time the model's best candidates on
     /// the device for at most this many milliseconds a plan and keep the fastest.
-    #[arg(long, value_name = "MS")]
     pub measure: Option<u64>,
     /// One JSON object per case and one summary object, one per line.
-    #[arg(long)]
     pub json: bool,
 }
 
@@ -166,7 +225,15 @@ pub fn bench_contract(a: &ContractBenchArgs) -> CliResult<()> {
         ));
     }
     let dtype: ttgt::DType = a.dtype.parse().map_err(CliError::new)?;
-    let mut cases = tccg_cases(dtype)?;
+    let mut cases = match a.cases.as_str() {
+        "tccg" => tccg_cases(dtype)?,
+        "ccsd" => ccsd_cases(&parse_orbitals(a.orbitals.as_deref())?)?,
+        other => {
+            return Err(CliError::new(format!(
+                "--cases {other:?}: the GPU contraction sets are tccg and ccsd"
+            )))
+        }
+    };
     if let Some(only) = &a.only {
         let ids: Vec<String> = only
             .split(',')
@@ -194,30 +261,70 @@ pub fn bench_contract(a: &ContractBenchArgs) -> CliResult<()> {
             });
         }
         let mut ratios = Vec::new();
+        let mut regrets = Vec::new();
+        let mut skipped = Vec::new();
         for (name, spec, sa, sb) in &cases {
-            let r =
-                ttgt::backend::cuda::bench::bench_contract(&dev, spec, sa, sb, dtype, a.repeat)?;
+            let r = match ttgt::backend::cuda::bench::bench_contract_candidates(
+                &dev,
+                spec,
+                sa,
+                sb,
+                dtype,
+                a.repeat,
+                a.all_candidates.unwrap_or(0),
+            ) {
+                Ok(r) => r,
+                Err(ttgt::Error::Unsupported(why)) => {
+                    say(&format!("{name}: skipped ({why})"))?;
+                    skipped.push(name.clone());
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
             ratios.push(r.ratio);
+            let fastest = r
+                .candidates
+                .iter()
+                .map(|c| c.seconds)
+                .fold(f64::INFINITY, f64::min);
+            let regret = r.candidates.first().map(|c| c.seconds / fastest - 1.0);
+            regrets.extend(regret);
+            let cands: Vec<serde_json::Value> = r
+                .candidates
+                .iter()
+                .map(|c| {
+                    serde_json::json!({"rank": c.rank, "kind": c.kind,
+                        "predicted_seconds": c.predicted_seconds, "seconds": c.seconds,
+                        "plan": c.plan})
+                })
+                .collect();
             let v = serde_json::json!({
                 "case": name, "spec": r.spec, "shapes": r.shapes, "dtype": r.dtype.name(),
                 "seconds": r.seconds, "single_use_seconds": r.single_use_seconds,
                 "gflops": r.gflops, "gemm_gflops": r.gemm_gflops, "ratio": r.ratio, "plan": r.plan,
+                "kind": r.kind, "predicted_seconds": r.predicted_seconds,
+                "candidates": cands, "regret": regret,
             });
             say(&if a.json {
                 v.to_string()
             } else {
                 format!(
-                    "{name:<9} {spec:<22} {:>9.3} ms {:>9.1} GFLOP/s  gemm {:>9.1}  ratio {:>5.2}",
+                    "{name:<9} {spec:<22} {:>9.3} ms {:>9.1} GFLOP/s  gemm {:>9.1}  ratio {:>5.2}  {}{}",
                     r.seconds * 1e3,
                     r.gflops,
                     r.gemm_gflops,
-                    r.ratio
+                    r.ratio,
+                    r.kind,
+                    regret.map_or(String::new(), |x| format!("  regret {:.1} %", 100.0 * x))
                 )
             })?;
         }
+        let within = regrets.iter().filter(|&&x| x < 0.10).count();
         let mean = ratios.iter().sum::<f64>() / ratios.len().max(1) as f64;
         let s = serde_json::json!({"summary": true, "backend": "cuda", "device": dev.props().name,
-                       "cases": ratios.len(), "mean_ratio": mean, "measure_ms": a.measure});
+                       "cases": ratios.len(), "mean_ratio": mean, "measure_ms": a.measure,
+                       "set": a.cases, "skipped": skipped,
+                       "regret_cases": regrets.len(), "regret_under_10pct": within});
         say(&if a.json {
             s.to_string()
         } else {

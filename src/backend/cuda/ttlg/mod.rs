@@ -191,6 +191,9 @@ pub enum GpuTuning {
     /// the plan cache keeps the winner. The scratch buffers come from, and go back to, the
     /// device's workspace cache (so they stay allocated for later workspaces). Falls back to
     /// the model's choice when they cannot be allocated or a layout has negative offsets.
+    /// Contractions likewise time the contraction planner's shortlist
+    /// ([`contract::shortlist`](super::contract::shortlist)) into a scratch C and keep the
+    /// fastest plan.
     Measure {
         /// Most time to spend timing candidates of one plan.
         budget: std::time::Duration,

@@ -144,6 +144,14 @@ pub enum Error {
         /// What it overlaps: "input operand 1", "itself".
         what: String,
     },
+    /// A thread count above [`MAX_THREADS`](crate::threads::MAX_THREADS).
+    #[error("{requested} threads requested: at most {max} are supported")]
+    Threads {
+        /// The count asked for (by the options, `with_threads` or `set_num_threads`).
+        requested: usize,
+        /// The largest count accepted.
+        max: usize,
+    },
     /// A size computation overflowed.
     #[error("size overflow: {what} does not fit in memory addresses")]
     SizeOverflow {

@@ -7,6 +7,37 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::error::{Error, Result};
+
+/// The largest thread count a call accepts: far above any machine's cores (oversubscription
+/// included), low enough that per-thread bookkeeping cannot overflow or exhaust memory.
+///
+/// ```
+/// let e = ttgt::threads::resolve(Some(ttgt::threads::MAX_THREADS + 1)).unwrap_err();
+/// assert!(e.to_string().contains("threads requested"));
+/// ```
+pub const MAX_THREADS: usize = 1024;
+
+/// The thread count of a call: `requested`, else [`default_threads`]; at least 1, and an
+/// [`Error::Threads`] above [`MAX_THREADS`].
+///
+/// ```
+/// assert_eq!(ttgt::threads::resolve(Some(0)).unwrap(), 1);
+/// assert_eq!(ttgt::threads::resolve(Some(3)).unwrap(), 3);
+/// assert!(ttgt::threads::resolve(None).unwrap() >= 1);
+/// assert!(ttgt::threads::resolve(Some(1 << 62)).is_err());
+/// ```
+pub fn resolve(requested: Option<usize>) -> Result<usize> {
+    let n = requested.unwrap_or_else(default_threads).max(1);
+    if n > MAX_THREADS {
+        return Err(Error::Threads {
+            requested: n,
+            max: MAX_THREADS,
+        });
+    }
+    Ok(n)
+}
+
 /// Process-wide default; 0: not set.
 static GLOBAL: AtomicUsize = AtomicUsize::new(0);
 

@@ -657,6 +657,10 @@ fn bad_inputs() {
             vec!["--threads"],
         ),
         (
+            vec!["ij,jk", "--sizes", "i=2,j=2,k=2", "--threads", "100000"],
+            vec!["--threads 100000", "at most 1024"],
+        ),
+        (
             vec!["ij,jk,kl", "--sizes", "i=2,j=2,k=2,l=2", "--path", "0,1"],
             vec!["invalid contraction path", "need 2 pairwise step(s)"],
         ),

@@ -668,7 +668,97 @@ fn output_rows() -> Vec<Row> {
 }
 
 fn plan_rows() -> Vec<Row> {
+    let too_many = ttgt::threads::MAX_THREADS + 1;
     vec![
+        row(
+            "contraction plan for more threads than supported",
+            move || {
+                let o = ttgt::plan::PlanOptions {
+                    threads: Some(too_many),
+                    ..Default::default()
+                };
+                ContractionPlan::with_options(
+                    "ij,jk->ik",
+                    &[rm(&[2, 3]), rm(&[3, 4])],
+                    &rm(&[2, 4]),
+                    DType::F64,
+                    &o,
+                )
+                .map(drop)
+            },
+            |e| {
+                matches!(
+                    e,
+                    Error::Threads {
+                        requested: 1025,
+                        max: 1024
+                    }
+                )
+            },
+            &["1025 threads requested", "at most 1024"],
+        ),
+        row(
+            "contraction from a thread whose override is too large",
+            move || {
+                ttgt::threads::with_threads(too_many, || {
+                    ttgt::contract("ij,jk->ik", &z(&[2, 3]), &z(&[3, 4])).map(drop)
+                })
+            },
+            |e| matches!(e, Error::Threads { .. }),
+            &["threads requested"],
+        ),
+        row(
+            "transposition plan for more threads than supported",
+            move || {
+                let o = ttgt::transpose::TransposeOptions {
+                    threads: Some(too_many),
+                    ..Default::default()
+                };
+                ttgt::transpose::TransposePlan::new(
+                    &[1, 0],
+                    &rm(&[3, 4]),
+                    &rm(&[4, 3]),
+                    DType::F64,
+                    &o,
+                )
+                .map(drop)
+            },
+            |e| matches!(e, Error::Threads { .. }),
+            &["threads requested"],
+        ),
+        row(
+            "view at an offset near the end of the address range",
+            || {
+                let data = [0.0f64; 8];
+                StridedView::from_slice(&data, rm(&[2, 2]), usize::MAX - 1).map(drop)
+            },
+            |e| matches!(e, Error::Layout(_)),
+            &["reaches outside a slice of 8 elements"],
+        ),
+        row(
+            "diagonal whose summed stride overflows",
+            || {
+                let l = Layout::new(vec![2, 2], vec![isize::MAX / 2 + 1, isize::MAX / 2 + 1])?;
+                l.diagonal(&[0, 0]).map(drop)
+            },
+            |e| matches!(e, Error::SizeOverflow { .. } | Error::Layout(_)),
+            &["overflow"],
+        ),
+        row(
+            "cycle schedule for 2^62 threads",
+            || ttgt::transpose::inplace::cycle_schedule(6, 4, 1 << 62).map(drop),
+            |e| matches!(e, Error::Threads { .. }),
+            &["threads requested"],
+        ),
+        row(
+            "in-place transposition on more threads than supported",
+            move || {
+                let mut v = vec![0u8; 12];
+                ttgt::transpose::inplace::transpose_chunks_in_place(&mut v, 3, 4, 1, Some(too_many))
+            },
+            |e| matches!(e, Error::Threads { .. }),
+            &["threads requested"],
+        ),
         row(
             "plan executed with another element type",
             || {

@@ -320,6 +320,10 @@ fn contract(args: &ContractArgs) -> CliResult<Outcome> {
     match args.threads {
         None => contract_here(args),
         Some(0) => Err(CliError::new("--threads must be at least 1")),
+        Some(n) if n > ttgt::threads::MAX_THREADS => Err(CliError::new(format!(
+            "--threads {n}: at most {} are supported",
+            ttgt::threads::MAX_THREADS
+        ))),
         Some(n) => {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(n)

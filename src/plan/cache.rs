@@ -42,9 +42,7 @@ pub fn cached_contraction_plan(
     dtype: DType,
     options: &PlanOptions,
 ) -> Result<Arc<ContractionPlan>> {
-    let threads = options
-        .threads
-        .unwrap_or_else(crate::threads::default_threads);
+    let threads = crate::threads::resolve(options.threads)?;
     // whether the small-work rule may apply: part of the key, so a hit needs one lookup
     let outside = options.threads.is_none() && crate::transpose::wakes_threads(threads);
     let hash = hash_of(&(spec, inputs, c, dtype, options, threads, outside));

@@ -1211,10 +1211,7 @@ pub(crate) fn enumerate(
     options: &PlanOptions,
     loops: Option<Candidate>,
 ) -> Result<Enumeration> {
-    let threads = options
-        .threads
-        .unwrap_or_else(crate::threads::default_threads)
-        .max(1);
+    let threads = crate::threads::resolve(options.threads)?;
     let (pa, pbp) = (&pb.preps[0], &pb.preps[1]);
     let out = pb.bound.output();
     let ext = |l| pb.bound.extent(l);

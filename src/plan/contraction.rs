@@ -103,10 +103,7 @@ impl ContractionPlan {
             .enumerate()
             .map(|(k, l)| prepare(&bound, k, bound.effective_layout(k, l)))
             .collect::<Result<_>>()?;
-        let threads = options
-            .threads
-            .unwrap_or_else(crate::threads::default_threads)
-            .max(1);
+        let threads = crate::threads::resolve(options.threads)?;
         let mut plan = ContractionPlan {
             dtype,
             inputs: inputs.to_vec(),

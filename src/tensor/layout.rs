@@ -224,7 +224,11 @@ impl Layout {
                     )))
                 }
             }
-            strides[g] += s;
+            strides[g] = strides[g]
+                .checked_add(s)
+                .ok_or_else(|| Error::SizeOverflow {
+                    what: "the stride of a diagonal".into(),
+                })?;
         }
         let dims: Option<Vec<usize>> = dims.into_iter().collect();
         let dims =

@@ -68,7 +68,13 @@ fn slice_fits(len: usize, layout: &Layout, offset: usize) -> Result<()> {
         return Ok(());
     }
     let (lo, hi) = layout.offset_range();
-    let ok = offset as isize + lo >= 0 && ((offset as isize + hi) as usize) < len;
+    // Checked: an offset or a span near the address range must not wrap into a "fit".
+    let ok = isize::try_from(offset).ok().is_some_and(|o| {
+        o.checked_add(lo).is_some_and(|x| x >= 0)
+            && o.checked_add(hi)
+                .and_then(|x| usize::try_from(x).ok())
+                .is_some_and(|x| x < len)
+    });
     if ok {
         Ok(())
     } else {

@@ -47,9 +47,7 @@ pub fn cached_plan(
     dtype: DType,
     options: &TransposeOptions,
 ) -> Result<Arc<TransposePlan>> {
-    let threads = options
-        .threads
-        .unwrap_or_else(crate::threads::default_threads);
+    let threads = crate::threads::resolve(options.threads)?;
     // a hit builds no key: the hash and the comparison read the borrowed parts
     let hash = hash_of(&(perm, a, b, dtype, options, threads));
     let same = |k: &Key| {

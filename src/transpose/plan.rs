@@ -459,10 +459,7 @@ impl TransposePlan {
                 what: "itself (two indices address one element)".into(),
             });
         }
-        let threads = options
-            .threads
-            .unwrap_or_else(crate::threads::default_threads)
-            .max(1);
+        let threads = crate::threads::resolve(options.threads)?;
         let isa = match options.isa {
             Some(i) if i.is_available() => i,
             Some(i) => {

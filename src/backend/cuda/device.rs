@@ -576,7 +576,10 @@ impl Device {
     /// # }
     /// ```
     pub fn workspace(&self, bytes: usize) -> Result<Workspace<'_>> {
-        let class = bytes.max(256).next_power_of_two();
+        let class = bytes
+            .max(256)
+            .checked_next_power_of_two()
+            .ok_or_else(|| Error::Gpu(format!("out of device memory allocating {bytes} bytes")))?;
         let cached = lock(&self.pool, "allocator")?
             .get_mut(&class)
             .and_then(|v| v.pop());

@@ -38,6 +38,10 @@ pub enum BenchCommand {
 pub fn bench_threads(threads: Option<usize>) -> CliResult<usize> {
     match threads {
         Some(0) => Err(CliError::new("--threads must be at least 1")),
+        Some(t) if t > ttgt::threads::MAX_THREADS => Err(CliError::new(format!(
+            "--threads {t}: at most {} are supported",
+            ttgt::threads::MAX_THREADS
+        ))),
         Some(t) => Ok(t),
         None => Ok(rayon::current_num_threads()),
     }

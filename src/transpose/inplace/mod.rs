@@ -103,10 +103,8 @@ pub struct InPlaceOptions {
 }
 
 impl InPlaceOptions {
-    pub(crate) fn thread_count(&self) -> usize {
-        self.threads
-            .unwrap_or_else(crate::threads::default_threads)
-            .max(1)
+    pub(crate) fn thread_count(&self) -> Result<usize> {
+        crate::threads::resolve(self.threads)
     }
 }
 
@@ -135,8 +133,9 @@ pub struct ScheduleInfo {
 /// assert!(s.imbalance < 1.5);
 /// ```
 pub fn cycle_schedule(m: usize, n: usize, threads: usize) -> Result<ScheduleInfo> {
+    let threads = crate::threads::resolve(Some(threads))?;
     let leaders = CycleLeaders::new(m, n)?;
-    let s = chunked::Schedule::new(&leaders, m, threads.max(1));
+    let s = chunked::Schedule::new(&leaders, m, threads);
     Ok(ScheduleInfo {
         cycles: leaders.nontrivial_cycles(),
         moved_chunks: leaders.moved_chunks(),
@@ -228,10 +227,10 @@ pub fn transpose_batch_in_place<T: Copy + Send + Sync>(
         }
         other => other,
     };
+    let threads = opts.thread_count()?;
     if m <= 1 || n <= 1 || len == 0 {
         return Ok(());
     }
-    let threads = opts.thread_count();
     // a method named by the caller runs exactly as named (parallel even when small)
     let forced = opts.method != Method::Auto;
     on_threads(threads, move || match method {
@@ -265,7 +264,8 @@ pub fn transpose_workspace_bytes(
     if m <= 1 || n <= 1 || chunk == 0 {
         return 0;
     }
-    let threads = opts.thread_count();
+    // (an invalid count fails the call itself; the estimate takes one thread)
+    let threads = opts.thread_count().unwrap_or(1);
     let method = match opts.method {
         Method::Auto => Method::choose(m, n, chunk, elem_bytes),
         other => other,

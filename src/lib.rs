@@ -29,6 +29,7 @@ pub mod bench;
 pub mod bounded_cache;
 pub mod einsum;
 mod error;
+pub mod files;
 pub mod model;
 pub mod plan;
 pub mod reference;

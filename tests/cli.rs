@@ -140,6 +140,65 @@ fn round_trip_all_dtypes() {
     round_trip::<Complex64>("ij,jk->ik", &[3, 4], &[4, 5], false, false);
 }
 
+/// `-o` naming an input (directly or through another path) is refused before anything is
+/// written; a successful `-o` leaves only the result in the directory (no temporary file).
+#[test]
+fn output_never_overwrites_an_input() {
+    let f = Files::new();
+    let (a, b) = (values::<f64>(&[3, 4], 1), values::<f64>(&[4, 2], 2));
+    let (pa, pb) = (f.put("a.npy", &a), f.put("b.npy", &b));
+    let before = std::fs::read(&pa).unwrap();
+    let dotted = s(&f.path(".").join("a.npy"));
+    for out in [&pa, &dotted] {
+        let o = ttgt(&["contract", "ij,jk->ik", &pa, &pb, "-o", out]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("is the input"), "{}", stderr(&o));
+        assert_eq!(std::fs::read(&pa).unwrap(), before);
+    }
+    let c0 = f.put("c0.npy", &values::<f64>(&[3, 2], 3));
+    let o = ttgt(&["contract", "ij,jk->ik", &pa, &pb, "--c", &c0, "-o", &c0]);
+    assert!(stderr(&o).contains("is the input"), "{}", stderr(&o));
+    let pc = s(&f.path("c.npy"));
+    ok(&["contract", "ij,jk->ik", &pa, &pb, "-o", &pc]);
+    let mut names: Vec<String> = std::fs::read_dir(f.dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a.npy", "b.npy", "c.npy", "c0.npy"]);
+    let want = ttgt::reference::einsum("ij,jk->ik", &[a.view(), b.view()]).unwrap();
+    assert_close(&read::<f64>(&pc), &want, 1e-12);
+}
+
+/// A stored profile that does not parse is reported once on stderr; the call runs on the
+/// built-in values.
+#[test]
+fn corrupt_profile_is_reported_once() {
+    let f = Files::new();
+    let p = f.path("profile.json");
+    std::fs::write(&p, "{half a profile").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_ttgt"))
+        .args([
+            "contract",
+            "ij,jk->ik",
+            "--sizes",
+            "i=300,j=300,k=300",
+            "--repeat",
+            "2",
+        ])
+        .env("TTGT_PROFILE", &p)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(
+        err.matches("ignoring the calibration profile").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("ttgt calibrate"), "{err}");
+}
+
 #[test]
 fn fortran_order_inputs() {
     let f = Files::new();

@@ -293,15 +293,43 @@ impl Profile {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
-        std::fs::write(&path, self.to_json()).map_err(io)?;
+        crate::files::write_bytes_atomic(&path, self.to_json().as_bytes()).map_err(io)?;
         Ok(path)
     }
 
     /// Loads the stored profile, if there is a valid one.
+    /// A profile file that cannot be read or parsed is reported once per process on stderr
+    /// (the built-in values are used; `ttgt calibrate` writes a new one).
     pub fn load() -> Option<Profile> {
-        let text = std::fs::read_to_string(Profile::path()?).ok()?;
-        Profile::from_json(&text).ok()
+        let path = Profile::path()?;
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                report_bad_profile(&path, &e.to_string());
+                return None;
+            }
+        };
+        match Profile::from_json(&text) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                report_bad_profile(&path, &e.to_string());
+                None
+            }
+        }
     }
+}
+
+/// One line on stderr, the first time a stored profile is found unusable.
+fn report_bad_profile(path: &std::path::Path, why: &str) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        eprintln!(
+            "ttgt: ignoring the calibration profile {} ({why}); using built-in values \
+             (`ttgt calibrate` writes a new one)",
+            path.display()
+        );
+    });
 }
 
 /// The JSON form of a set of transposition factors (read back by `Profile::from_json`).

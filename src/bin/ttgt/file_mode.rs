@@ -32,6 +32,21 @@ pub fn run(args: &ContractArgs) -> CliResult<Outcome> {
     reject_random_mode_options(args)?;
     let spec = parse(&args.spec)?;
     check_file_count(&spec, &args.files)?;
+    if let Some(out) = &args.output {
+        // The result replaces -o only after the call; an input named there would be lost.
+        if let Some(input) = args
+            .files
+            .iter()
+            .chain(&args.c_in)
+            .find(|p| ttgt::files::same_file(p, out))
+        {
+            return Err(CliError::new(format!(
+                "-o {} is the input {}: write the result to another file",
+                out.display(),
+                input.display()
+            )));
+        }
+    }
     let alpha = scalar_option(args.alpha.as_deref(), "--alpha", 1.0)?;
     let default_beta = if args.c_in.is_some() { 1.0 } else { 0.0 };
     let beta = scalar_option(args.beta.as_deref(), "--beta", default_beta)?;

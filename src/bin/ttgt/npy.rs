@@ -144,10 +144,13 @@ fn check_length(header: &Header, dtype: DType, data_len: usize, what: &str) -> C
     }
 }
 
-/// Writes `a` as an `.npy` file (C order when `a` is in standard layout).
+/// Writes `a` as an `.npy` file (C order when `a` is in standard layout), whole or not at
+/// all (a temporary file renamed over `path`).
 pub fn write<T: CliElement>(path: &Path, a: &ArrayD<T>) -> CliResult<()> {
-    ndarray_npy::write_npy(path, a)
-        .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))
+    ttgt::files::write_atomic(path, |w| {
+        ndarray_npy::WriteNpyExt::write_npy(a, w).map_err(std::io::Error::other)
+    })
+    .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))
 }
 
 /// A zero-filled row-major array, or an error instead of an abort when memory runs out.

@@ -273,7 +273,7 @@ impl GpuModel {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
-        std::fs::write(&path, self.to_json()).map_err(io)?;
+        crate::files::write_bytes_atomic(&path, self.to_json().as_bytes()).map_err(io)?;
         Ok(path)
     }
 

@@ -27,6 +27,13 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// One JSON value per line of `out`.
+fn json_lines(out: &str) -> Vec<serde_json::Value> {
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
 /// Asserts exit status 0 and returns stdout.
 fn ok(args: &[&str]) -> String {
     let o = ttgt(args);
@@ -854,10 +861,7 @@ fn bench_transpose_json() {
         "1",
         "--json",
     ]);
-    let lines: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&out);
     assert_eq!(lines.len(), 6 + 1);
     for case in &lines[..6] {
         for key in [
@@ -1087,10 +1091,7 @@ fn bench_inplace_json() {
         "1",
         "--json",
     ]);
-    let lines: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&out);
     assert_eq!(lines.len(), 2);
     for case in &lines {
         for key in [
@@ -1158,6 +1159,46 @@ fn bench_transpose_only_takes_a_list_of_names() {
     assert!(stderr(&schema).contains("--schema applies to --backend cuda only"));
 }
 
+/// `--cases qc --all-candidates`: each two-operand call's candidates timed, the regret per
+/// call and counted in the workload's summary (no numpy peer: a Python that cannot start).
+#[test]
+fn bench_qc_regret() {
+    let out = ok(&[
+        "bench",
+        "contract",
+        "--cases",
+        "qc",
+        "--only",
+        "qc-1,qc-7",
+        "--threads",
+        "1",
+        "--repeat",
+        "1",
+        "--all-candidates",
+        "--max-candidates",
+        "2",
+        "--python",
+        "/nonexistent/python",
+        "--json",
+    ]);
+    let lines = json_lines(&out);
+    let cases: Vec<&serde_json::Value> = lines.iter().filter(|l| l["summary"].is_null()).collect();
+    assert_eq!(cases.len(), 2, "{out}");
+    let with_regret: Vec<_> = cases.iter().filter(|c| !c["regret"].is_null()).collect();
+    for c in &with_regret {
+        assert!(c["regret"].as_f64().unwrap() >= 0.0, "{c}");
+        let cands = c["candidates"].as_array().unwrap();
+        assert_eq!(cands.len(), 2, "{c}");
+        assert!(cands.iter().all(|x| x["seconds"].as_f64().unwrap() > 0.0));
+    }
+    let summary = lines.iter().find(|l| l["summary"] == true).unwrap();
+    assert_eq!(
+        summary["regret_cases"].as_f64().unwrap() as usize,
+        with_regret.len(),
+        "{summary}"
+    );
+}
+
 #[test]
 fn bench_contract_json_and_regret() {
     let out = ok(&[
@@ -1178,10 +1219,7 @@ fn bench_contract_json_and_regret() {
         "3",
         "--json",
     ]);
-    let lines: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&out);
     assert_eq!(lines.len(), 3 + 1, "{out}");
     for case in &lines[..3] {
         for key in [
@@ -1272,10 +1310,7 @@ fn bench_networks_json() {
         "1",
         "--json",
     ]);
-    let lines: Vec<serde_json::Value> = out
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&out);
     assert_eq!(lines.len(), 2 + 1, "{out}");
     for case in &lines[..2] {
         for key in [

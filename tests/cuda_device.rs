@@ -334,4 +334,7 @@ fn every_candidate_plan_agrees() {
         assert_eq!(dev.download(&dc).unwrap(), c0);
     }
     assert_eq!(kinds.len(), 3, "{kinds:?}");
+    // The packed plans left their workspaces in the pool: released once, then nothing.
+    assert!(dev.release_workspaces() > 0);
+    assert_eq!(dev.release_workspaces(), 0);
 }

@@ -8,6 +8,7 @@ mod networks;
 #[cfg(feature = "hptt")]
 mod peer_hptt;
 mod qc;
+mod qc_candidates;
 mod transpose;
 
 pub use cases::{all_perms, parse_ttc, TransposeCase, TTC_TSV};
@@ -20,4 +21,5 @@ pub use networks::{
     bench_network, parse_networks, NetworkBenchOptions, NetworkCase, NetworkResult, NETWORKS_TSV,
 };
 pub use qc::{bench_qc, parse_qc, MachineLimits, QcBenchOptions, QcCase, QcResult, QcRun, QC_TSV};
+pub use qc_candidates::qc_candidates;
 pub use transpose::{bench_transpose, TransposeBenchOptions, TransposeResult};

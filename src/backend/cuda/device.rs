@@ -1371,6 +1371,25 @@ impl Device {
         }
     }
 
+    /// Frees the workspace buffers the caching allocator keeps for reuse (packed operands,
+    /// results, measured-tuning scratch) and returns how many bytes it gave back. Buffers in
+    /// use are not affected; later calls allocate again.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "cuda")] {
+    /// use ttgt::backend::cuda::device::Device;
+    /// let dev = Device::new(0).unwrap();
+    /// drop(dev.workspace(1 << 20).unwrap()); // back to the pool, still allocated
+    /// assert_eq!(dev.release_workspaces(), 1 << 20);
+    /// # }
+    /// ```
+    pub fn release_workspaces(&self) -> usize {
+        let Ok(mut pool) = self.pool.lock() else {
+            return 0;
+        };
+        pool.drain().map(|(class, v)| class * v.len()).sum()
+    }
+
     /// Device-to-device copy of a whole tensor (the bandwidth reference of the benches).
     ///
     /// ```no_run

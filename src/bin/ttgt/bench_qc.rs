@@ -211,8 +211,21 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
         ours.insert(k.clone(), run.result().clone());
         theirs.insert(k.clone(), times);
     }
+    drop(peer);
+    // --all-candidates: the planner's regret per distinct two-operand call, timed after the
+    // numpy peer has exited (none of its threads left spinning).
+    let mut regret: HashMap<String, (f64, Vec<ttgt::bench::TimedCandidate>)> = HashMap::new();
+    if a.all_candidates {
+        for (k, c) in &distinct {
+            if let Some(t) = ttgt::bench::qc_candidates(c, threads, a.max_candidates, o.repeat)? {
+                let best = t.iter().map(|x| x.seconds).fold(f64::INFINITY, f64::min);
+                regret.insert(k.clone(), (t[0].seconds / best - 1.0, t));
+            }
+        }
+    }
+    let regret_of = |c: &QcCase| regret.get(&key(c));
     let peer_of = |c: &QcCase| theirs.get(&key(c)).and_then(PeerTimes::fastest);
-    let mut totals: BTreeMap<&str, [f64; 6]> = BTreeMap::new();
+    let mut totals: BTreeMap<&str, [f64; 8]> = BTreeMap::new();
     for c in &list {
         let r = &ours[&key(c)];
         let bound = r.bound(&limits);
@@ -225,6 +238,10 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
         t[3] += w * r.first_seconds.max(r.seconds) / r.seconds;
         t[4] += w;
         t[5] += f64::from(u8::from(np.is_some_and(|n| r.seconds <= n)));
+        if let Some((g, _)) = regret_of(c) {
+            t[6] += 1.0;
+            t[7] += f64::from(u8::from(*g < 0.10));
+        }
         if a.json {
             say(
                 &json!({"case": c.name, "workload": c.workload, "spec": c.spec,
@@ -233,7 +250,10 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
                 "first_seconds": r.first_seconds, "flops": r.flops, "bytes": r.bytes,
                 "bound_seconds": bound,
                 "plan": r.plan.as_ref().map(|(t, p, s)| json!({"threads": t, "predicted_seconds": p, "summary": s})),
-                "numpy": peer_of(c).map(|(way, s, first)| json!({"way": way, "seconds": s, "first_seconds": first}))})
+                "numpy": peer_of(c).map(|(way, s, first)| json!({"way": way, "seconds": s, "first_seconds": first})),
+                "regret": regret_of(c).map(|(g, _)| *g),
+                "candidates": regret_of(c).map(|(_, t)| t.iter().map(|x| json!({"plan": x.summary,
+                    "predicted_seconds": x.predicted, "seconds": x.seconds})).collect::<Vec<_>>())})
                 .to_string(),
             )?;
         } else {
@@ -242,6 +262,10 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
             let plan = r.plan.as_ref().map_or_else(String::new, |(t, p, s)| {
                 format!("  model {:>8.1} us  {t}t {s}", p * 1e6)
             });
+            let plan = match regret_of(c) {
+                Some((g, _)) => format!("  regret {:>5.1} %{plan}", 100.0 * g),
+                None => plan,
+            };
             say(&format!(
                 "{:<7} {:<22} {:<26} {:<24} {:>6} {:>9.1} us  first {:>9.1}  numpy {np_s} {speed:>6}  bound {:>5.2}{plan}",
                 c.name,
@@ -265,6 +289,7 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
                 "speedup_over_numpy": t[1] / t[0], "of_bound": t[2] / t[0],
                 "numpy_of_bound": t[2] / t[1], "not_slower_than_numpy": t[5],
                 "first_over_repeated": t[3] / t[4],
+                "regret_cases": t[6], "regret_under_10pct": t[7],
                 "gemm_gflops": limits.gemm_flops / 1e9, "copy_gbs": limits.copy_bytes / 1e9})
                 .to_string(),
             )?;
@@ -273,6 +298,12 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
                 "summary {w:<22} {n:>3} cases {:>6} calls  ttgt {:>9.3} ms  numpy {:>9.3} ms  speed-up {:>5.2}x  of bound: ttgt {:.2} numpy {:.2}  at most numpy's time: {} of {n}  first/repeated {:.2}",
                 t[4], t[0] * 1e3, t[1] * 1e3, t[1] / t[0], t[2] / t[0], t[2] / t[1], t[5], t[3] / t[4]
             ))?;
+            if t[6] > 0.0 {
+                say(&format!(
+                    "        regret under 10 %: {} of {} calls with candidates to choose from",
+                    t[7], t[6]
+                ))?;
+            }
         }
     }
     if !a.json {

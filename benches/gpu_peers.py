@@ -531,7 +531,11 @@ def main() -> int:
         for case in cases:
             for p in peers:
                 try:
-                    emit(run_case(p, case, args.repeat, args.seed, args.gemm_reference))
+                    t_case = time.perf_counter()
+                    rec = run_case(p, case, args.repeat, args.seed, args.gemm_reference)
+                    # wall time of the whole case (data, first call, compile, samples)
+                    rec["case_seconds"] = time.perf_counter() - t_case
+                    emit(rec)
                 except Exception as e:  # noqa: BLE001  (one failing case must not end the run)
                     emit({"set": s, "case": case.name, "peer": p.name, "error": f"{type(e).__name__}: {e}"})
         print(f"== {s}: {len(cases)} cases, {time.perf_counter() - t0:.1f} s", file=sys.stderr)

@@ -26,7 +26,8 @@
 # tccg_f64 ccsd_f64: the planner's choice and its candidates timed, with the regret), peers
 # (benches/gpu_peers.py: PyTorch, CuPy and JAX on the sets of $TTGT_PEER_SETS, default
 # tccg_f32,tccg_f64,ccsd_f64, peers $TTGT_PEERS, default torch,cupy,jax, with
-# $TTGT_PYTHON, default python3; output peers.jsonl). TTGT_SANITIZE_FILTER names the device
+# $TTGT_PYTHON, default python3, one process per peer, each limited to $TTGT_PEER_SECONDS,
+# default 300; output peers.jsonl). TTGT_SANITIZE_FILTER names the device
 # tests the sanitizers run (default all), TTGT_SANITIZE_SECONDS their limit (default 240).
 # TTGT_BENCH_SETS,
 # TTGT_VARIANT_SETS and TTGT_CALIBRATED_SETS choose the sets of each step (ttc_<dtype>,
@@ -165,12 +166,16 @@ if has contract; then
 fi
 
 if has peers; then
-  echo "== peers: ${TTGT_PEER_SETS:-tccg_f32,tccg_f64,ccsd_f64} (${TTGT_PEERS:-torch,cupy,jax})"
-  t0=$(date +%s)
-  timeout "${TTGT_PEER_SECONDS:-300}" "${TTGT_PYTHON:-python3}" benches/gpu_peers.py \
-    --sets "${TTGT_PEER_SETS:-tccg_f32,tccg_f64,ccsd_f64}" --peers "${TTGT_PEERS:-torch,cupy,jax}" \
-    --out "$OUT/peers.jsonl" 2>&1 | tee -a "$OUT/session.log" | tail -n 8
-  echo "== peers: exit ${PIPESTATUS[0]}, $(($(date +%s) - t0)) s" | tee -a "$OUT/session.log"
+  # One process per peer, each with its own time limit: a peer that compiles slowly (JAX)
+  # cannot use up the others' time.
+  for peer in $(echo "${TTGT_PEERS:-torch,cupy,jax}" | tr ',' ' '); do
+    echo "== peers: ${TTGT_PEER_SETS:-tccg_f32,tccg_f64,ccsd_f64} ($peer)"
+    t0=$(date +%s)
+    timeout "${TTGT_PEER_SECONDS:-300}" "${TTGT_PYTHON:-python3}" benches/gpu_peers.py \
+      --sets "${TTGT_PEER_SETS:-tccg_f32,tccg_f64,ccsd_f64}" --peers "$peer" \
+      --out "$OUT/peers.jsonl" 2>&1 | tee -a "$OUT/session.log" | tail -n 8
+    echo "== peers ($peer): exit ${PIPESTATUS[0]}, $(($(date +%s) - t0)) s" | tee -a "$OUT/session.log"
+  done
 fi
 
 if has calibrate; then

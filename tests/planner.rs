@@ -196,12 +196,46 @@ fn cached_plans_are_reused_and_give_identical_results() {
     let l = [Layout::of(&a), Layout::of(&b)];
     let lc = Layout::row_major(&[9, 6]).unwrap();
     let o = PlanOptions::default();
-    let p1 = cached_contraction_plan(spec, &l, &lc, DType::F64, &o).unwrap();
-    let p2 = cached_contraction_plan(spec, &l, &lc, DType::F64, &o).unwrap();
-    assert!(std::sync::Arc::ptr_eq(&p1, &p2));
+    // (a rule change by another test between the two lookups re-makes the plan: retry)
+    let reused = (0..100).any(|_| {
+        let p1 = cached_contraction_plan(spec, &l, &lc, DType::F64, &o).unwrap();
+        let p2 = cached_contraction_plan(spec, &l, &lc, DType::F64, &o).unwrap();
+        std::sync::Arc::ptr_eq(&p1, &p2)
+    });
+    assert!(reused);
     let x = ttgt::contract(spec, &a, &b).unwrap();
     let y = ttgt::contract(spec, &a, &b).unwrap();
     assert_eq!(x, y);
+}
+
+/// Changing a planning rule (or the profile) makes cached plans again: a plan made under the
+/// old rule is never served after the change.
+#[test]
+fn cached_plans_follow_rule_changes() {
+    use std::sync::Arc;
+    use ttgt::transpose::{cached_plan, far_row_prefetch, set_far_row_prefetch, TransposeOptions};
+    let r = |d: &[usize]| Layout::row_major(d).unwrap();
+    let (l, lc) = ([r(&[30, 40]), r(&[40, 50])], r(&[30, 50]));
+    let o = PlanOptions::default();
+    let contraction = || cached_contraction_plan("ik,kj->ij", &l, &lc, DType::F64, &o).unwrap();
+    let t = TransposeOptions::default();
+    let transpose = || cached_plan(&[1, 0], &r(&[30, 40]), &r(&[40, 30]), DType::F64, &t).unwrap();
+    // (other tests may change a rule meanwhile: take a pair made under one generation)
+    let (c1, t1) = (0..100)
+        .find_map(|_| {
+            let (c, t) = (contraction(), transpose());
+            (Arc::ptr_eq(&c, &contraction()) && Arc::ptr_eq(&t, &transpose())).then_some((c, t))
+        })
+        .expect("cached plans are reused");
+    let was = far_row_prefetch();
+    set_far_row_prefetch(Some(!was));
+    assert!(!Arc::ptr_eq(&c1, &contraction()));
+    assert!(!Arc::ptr_eq(&t1, &transpose()));
+    set_far_row_prefetch(None);
+    // setting a rule to the value it has changes nothing
+    let c2 = contraction();
+    set_far_row_prefetch(None);
+    assert!(Arc::ptr_eq(&c2, &contraction()));
 }
 
 #[test]

@@ -457,7 +457,7 @@ pub fn profile() -> Profile {
     }
     let p =
         Profile::load().unwrap_or_else(|| Profile::builtin(super::calibrate::probe_copy(16 << 20)));
-    apply_rules(&p);
+    crate::transpose::load_rules(p.line_tile_stream, p.scatter_regroup, p.far_row_prefetch);
     *current().write().unwrap_or_else(|p| p.into_inner()) = Some(p.clone());
     p
 }
@@ -565,6 +565,8 @@ fn apply_rules(p: &Profile) {
 pub fn set_profile(p: Profile) {
     apply_rules(&p);
     *current().write().unwrap_or_else(|p| p.into_inner()) = Some(p);
+    // new prices: plans cached under the old profile are made again
+    crate::transpose::bump_rules_generation();
 }
 
 #[cfg(test)]

@@ -14,7 +14,16 @@ pub const CONTRACTION_CACHE_CAPACITY: usize = 256;
 
 /// Spec, layouts, dtype, options, the thread count the options resolve to here, and whether
 /// the call comes from outside a pool of that size with the count left open.
-type Key = (String, Vec<Layout>, Layout, DType, PlanOptions, usize, bool);
+type Key = (
+    String,
+    Vec<Layout>,
+    Layout,
+    DType,
+    PlanOptions,
+    usize,
+    bool,
+    u64,
+);
 
 type Cache = BoundedCache<Key, Arc<ContractionPlan>>;
 
@@ -45,7 +54,9 @@ pub fn cached_contraction_plan(
     let threads = crate::threads::resolve(options.threads)?;
     // whether the small-work rule may apply: part of the key, so a hit needs one lookup
     let outside = options.threads.is_none() && crate::transpose::wakes_threads(threads);
-    let hash = hash_of(&(spec, inputs, c, dtype, options, threads, outside));
+    // the generation of the planning rules and profile: a change makes every plan again
+    let rules = crate::transpose::rules_generation();
+    let hash = hash_of(&(spec, inputs, c, dtype, options, threads, outside, rules));
     let same = |k: &Key| {
         k.0 == spec
             && k.1 == inputs
@@ -54,6 +65,7 @@ pub fn cached_contraction_plan(
             && k.4 == *options
             && k.5 == threads
             && k.6 == outside
+            && k.7 == rules
     };
     cached(cache(), hash, same, || {
         let planned = |threads| {
@@ -75,6 +87,7 @@ pub fn cached_contraction_plan(
             options.clone(),
             threads,
             outside,
+            rules,
         );
         Ok((key, Arc::new(plan)))
     })

@@ -11,8 +11,17 @@ use crate::tensor::{DType, Element, Layout, StridedView, StridedViewMut};
 /// Plans kept by [`cached_plan`]; the oldest is evicted first.
 pub const PLAN_CACHE_CAPACITY: usize = 256;
 
-/// Permutation, layouts, dtype, options and the thread count the options resolve to here.
-type Key = (Vec<usize>, Layout, Layout, DType, TransposeOptions, usize);
+/// Permutation, layouts, dtype, options, the thread count the options resolve to here and
+/// the generation of the planning rules (`set_*` rules, profile) the plan was made under.
+type Key = (
+    Vec<usize>,
+    Layout,
+    Layout,
+    DType,
+    TransposeOptions,
+    usize,
+    u64,
+);
 
 type Cache = BoundedCache<Key, Arc<TransposePlan>>;
 
@@ -48,10 +57,17 @@ pub fn cached_plan(
     options: &TransposeOptions,
 ) -> Result<Arc<TransposePlan>> {
     let threads = crate::threads::resolve(options.threads)?;
+    let rules = super::rules_generation();
     // a hit builds no key: the hash and the comparison read the borrowed parts
-    let hash = hash_of(&(perm, a, b, dtype, options, threads));
+    let hash = hash_of(&(perm, a, b, dtype, options, threads, rules));
     let same = |k: &Key| {
-        k.0 == perm && k.1 == *a && k.2 == *b && k.3 == dtype && k.4 == *options && k.5 == threads
+        k.0 == perm
+            && k.1 == *a
+            && k.2 == *b
+            && k.3 == dtype
+            && k.4 == *options
+            && k.5 == threads
+            && k.6 == rules
     };
     cached(cache(), hash, same, || {
         let plan = TransposePlan::new(perm, a, b, dtype, options)?;
@@ -62,6 +78,7 @@ pub fn cached_plan(
             dtype,
             options.clone(),
             threads,
+            rules,
         );
         Ok((key, Arc::new(plan)))
     })

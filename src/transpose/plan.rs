@@ -102,18 +102,33 @@ pub const STREAM_MIN_BYTES: usize = 16 << 20;
 /// default), on or off.
 struct HostRule(AtomicU8);
 
+/// Bumped whenever a planning rule or the profile changes: part of the plan caches' keys, so
+/// a cached plan is never served after the rules it was made under have changed.
+static RULES_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The current generation of the planning rules (see [`bump_rules_generation`]).
+pub(crate) fn rules_generation() -> u64 {
+    RULES_GENERATION.load(Ordering::Acquire)
+}
+
+/// Marks the planning rules as changed: plans cached before are not served again.
+pub(crate) fn bump_rules_generation() {
+    RULES_GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
 impl HostRule {
     const fn unset() -> Self {
         HostRule(AtomicU8::new(0))
     }
 
-    fn set(&self, v: Option<bool>) {
+    /// Sets the rule; `true` when that changed it.
+    fn set(&self, v: Option<bool>) -> bool {
         let v = match v {
             None => 0,
             Some(true) => 1,
             Some(false) => 2,
         };
-        self.0.store(v, Ordering::Relaxed);
+        self.0.swap(v, Ordering::Relaxed) != v
     }
 
     fn get(&self) -> Option<bool> {
@@ -134,7 +149,7 @@ static LINE_TILE_STORES: HostRule = HostRule::unset();
 /// [`line_tile_streaming`]). Hosts disagree here, so the calibration measures it
 /// (`ttgt calibrate`) and loading a profile ([`crate::model::profile`],
 /// [`crate::model::set_profile`]) sets it. Plans made afterwards follow the new rule; plans
-/// already made keep theirs.
+/// already made keep theirs; cached plans are made again.
 ///
 /// ```
 /// use ttgt::transpose::{line_tile_streaming, set_line_tile_streaming};
@@ -143,7 +158,9 @@ static LINE_TILE_STORES: HostRule = HostRule::unset();
 /// set_line_tile_streaming(None); // back to the built-in default
 /// ```
 pub fn set_line_tile_streaming(stream: Option<bool>) {
-    LINE_TILE_STORES.set(stream);
+    if LINE_TILE_STORES.set(stream) {
+        bump_rules_generation();
+    }
 }
 
 /// Whether one-line-run tiles stream by default (see [`set_line_tile_streaming`]). Without
@@ -170,7 +187,8 @@ static SCATTER_REGROUP: HostRule = HostRule::unset();
 /// regrouped nest instead ([`TransposePlan::regroups_lines`]): `Some(true)` regroups,
 /// `Some(false)` keeps the A-stride nest, `None` restores the built-in default (keep).
 /// Hosts disagree, so the calibration measures it (`ttgt calibrate`) and loading a profile
-/// sets it. Plans made afterwards follow the new rule; plans already made keep theirs.
+/// sets it. Plans made afterwards follow the new rule; plans already made keep theirs; cached
+/// plans are made again.
 ///
 /// ```
 /// use ttgt::transpose::{scatter_regroup, set_scatter_regroup};
@@ -180,7 +198,9 @@ static SCATTER_REGROUP: HostRule = HostRule::unset();
 /// assert!(!scatter_regroup());
 /// ```
 pub fn set_scatter_regroup(regroup: Option<bool>) {
-    SCATTER_REGROUP.set(regroup);
+    if SCATTER_REGROUP.set(regroup) {
+        bump_rules_generation();
+    }
 }
 
 /// Whether streamed scattered-line tiles run the regrouped nest by default, streamed
@@ -207,7 +227,7 @@ static FAR_ROW_PREFETCH: HostRule = HostRule::unset();
 /// prefetches them, `Some(false)` leaves them to the hardware, `None` restores the built-in
 /// default (leave them). Hosts disagree, so the calibration measures it (`ttgt calibrate`)
 /// and loading a profile sets it. Plans made afterwards follow the new rule; plans already
-/// made keep theirs.
+/// made keep theirs; cached plans are made again.
 ///
 /// ```
 /// use ttgt::transpose::{far_row_prefetch, set_far_row_prefetch};
@@ -217,6 +237,18 @@ static FAR_ROW_PREFETCH: HostRule = HostRule::unset();
 /// assert!(!far_row_prefetch());
 /// ```
 pub fn set_far_row_prefetch(prefetch: Option<bool>) {
+    if FAR_ROW_PREFETCH.set(prefetch) {
+        bump_rules_generation();
+    }
+}
+
+/// The three rules as the profile loaded on first use states them, without marking cached
+/// plans stale: a small call may be planned and cached before the profile is read (small
+/// plans do not wait for it), and re-planning it on the next call would cost more than the
+/// rule can gain.
+pub(crate) fn load_rules(line_tile: Option<bool>, regroup: Option<bool>, prefetch: Option<bool>) {
+    LINE_TILE_STORES.set(line_tile);
+    SCATTER_REGROUP.set(regroup);
     FAR_ROW_PREFETCH.set(prefetch);
 }
 

@@ -80,6 +80,36 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// Reads a stored file that ttgt made (the calibration profile, a GPU model) and parses it;
+/// `None` when it does not exist. A file that exists but cannot be read or parsed is
+/// reported once per process and path on stderr (`what` names it, `remedy` says how to make
+/// a new one) and is treated as absent.
+pub(crate) fn load_stored<T, E: std::fmt::Display>(
+    path: &Path,
+    what: &str,
+    remedy: &str,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Option<T> {
+    let why = match std::fs::read_to_string(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => e.to_string(),
+        Ok(text) => match parse(&text) {
+            Ok(v) => return Some(v),
+            Err(e) => e.to_string(),
+        },
+    };
+    static REPORTED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut seen = REPORTED.lock().unwrap_or_else(|e| e.into_inner());
+    if !seen.iter().any(|p| p == path) {
+        seen.push(path.to_path_buf());
+        eprintln!(
+            "ttgt: ignoring the {what} {} ({why}); using built-in values ({remedy})",
+            path.display()
+        );
+    }
+    None
+}
+
 /// `write_atomic` of a byte string.
 pub(crate) fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic(path, |w| w.write_all(bytes))

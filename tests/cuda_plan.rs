@@ -324,6 +324,13 @@ fn model_round_trip_store_and_fit() {
     assert!(path.ends_with("Test_GPU___80GB.json"), "{}", path.display());
     let back = GpuModel::load("Test GPU / 80GB").unwrap();
     assert_eq!(back.device, m.device);
+    // A corrupt stored model is ignored (reported on stderr), and saving replaces it whole
+    // with no temporary file left beside it.
+    std::fs::write(&path, "{\"device\": 3").unwrap();
+    assert!(GpuModel::load("Test GPU / 80GB").is_none());
+    m.save().unwrap();
+    assert!(GpuModel::load("Test GPU / 80GB").is_some());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     for (x, y) in back
         .coefficients
         .iter()

@@ -301,35 +301,13 @@ impl Profile {
     /// A profile file that cannot be read or parsed is reported once per process on stderr
     /// (the built-in values are used; `ttgt calibrate` writes a new one).
     pub fn load() -> Option<Profile> {
-        let path = Profile::path()?;
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(e) => {
-                report_bad_profile(&path, &e.to_string());
-                return None;
-            }
-        };
-        match Profile::from_json(&text) {
-            Ok(p) => Some(p),
-            Err(e) => {
-                report_bad_profile(&path, &e.to_string());
-                None
-            }
-        }
+        crate::files::load_stored(
+            &Profile::path()?,
+            "calibration profile",
+            "`ttgt calibrate` writes a new one",
+            Profile::from_json,
+        )
     }
-}
-
-/// One line on stderr, the first time a stored profile is found unusable.
-fn report_bad_profile(path: &std::path::Path, why: &str) {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        eprintln!(
-            "ttgt: ignoring the calibration profile {} ({why}); using built-in values \
-             (`ttgt calibrate` writes a new one)",
-            path.display()
-        );
-    });
 }
 
 /// The JSON form of a set of transposition factors (read back by `Profile::from_json`).

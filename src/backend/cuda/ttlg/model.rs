@@ -284,8 +284,12 @@ impl GpuModel {
     /// assert!(GpuModel::load("no such device, surely").is_none());
     /// ```
     pub fn load(device: &str) -> Option<Self> {
-        let text = std::fs::read_to_string(GpuModel::path(device)?).ok()?;
-        GpuModel::from_json(&text).ok()
+        crate::files::load_stored(
+            &GpuModel::path(device)?,
+            "GPU model",
+            "`ttgt calibrate --backend cuda` writes a new one",
+            GpuModel::from_json,
+        )
     }
 
     /// Fits the coefficients of `schema` to measured `(features, seconds)` samples, none of

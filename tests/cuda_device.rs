@@ -195,13 +195,21 @@ fn assert_close(got: &ArrayD<f64>, want: &ArrayD<f64>, what: &dyn Fn() -> String
     }
 }
 
-/// `C = 2 * einsum(spec, A, B) - 0.5 * C` on the device against the CPU reference (f64).
-fn contraction_alpha_beta(dev: &Device, spec: &str, sa: &[usize], sb: &[usize]) {
+/// A, B, the initial C and the CPU reference of `C = 2 * einsum(spec, A, B) - 0.5 * C` (f64).
+type AlphaBetaCase = [ArrayD<f64>; 4];
+
+fn alpha_beta_case(spec: &str, sa: &[usize], sb: &[usize]) -> AlphaBetaCase {
     let a: ArrayD<f64> = data(sa, 4);
     let b: ArrayD<f64> = data(sb, 5);
     let r = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
     let c0: ArrayD<f64> = data(r.shape(), 6);
     let want = r.mapv(|x| 2.0 * x) + c0.mapv(|x| -0.5 * x);
+    [a, b, c0, want]
+}
+
+/// `C = 2 * einsum(spec, A, B) - 0.5 * C` on the device against the CPU reference (f64).
+fn contraction_alpha_beta(dev: &Device, spec: &str, sa: &[usize], sb: &[usize]) {
+    let [a, b, c0, want] = alpha_beta_case(spec, sa, sb);
     let (da, db) = (dev.upload(&a).unwrap(), dev.upload(&b).unwrap());
     let mut dc = dev.upload(&c0).unwrap();
     dev.contract_into(spec, 2.0, &da, &db, -0.5, &mut dc)
@@ -310,11 +318,7 @@ fn every_candidate_plan_agrees() {
         ("bkic,jkca->bija", &[7, 3, 4, 7], &[4, 3, 7, 7]),
         ("bda,dc->abc", &[6, 5, 7], &[5, 4]),
     ] {
-        let a: ArrayD<f64> = data(sa, 4);
-        let b: ArrayD<f64> = data(sb, 5);
-        let r = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
-        let c0: ArrayD<f64> = data(r.shape(), 6);
-        let want = r.mapv(|x| 2.0 * x) + c0.mapv(|x| -0.5 * x);
+        let [a, b, c0, want] = alpha_beta_case(spec, sa, sb);
         let (da, db) = (dev.upload(&a).unwrap(), dev.upload(&b).unwrap());
         let plans =
             GpuContractionPlan::candidates(spec, sa, sb, ttgt::DType::F64, false, dev.props())

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tables of ttgt's GPU contractions against PyTorch, CuPy and JAX, from one device session.
+"""Tables of ttgt's GPU contractions against PyTorch, CuPy and JAX, from runs on one device.
 
 Reads the JSON lines of ``ttgt bench contract --backend cuda --all-candidates --json``
 (``bench_contract.jsonl`` of ``benches/gpu_session.sh contract``) and of

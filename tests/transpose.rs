@@ -542,6 +542,41 @@ fn regrouped_scattered_tiles_into_misaligned_outputs() {
     }
 }
 
+/// Streamed tiles short on both sides whose B rows are not whole lines run staged (through a
+/// buffer, streamed to B in runs): odd and prime extents, every level, dtype, output offset
+/// inside a line, one and two threads; off when the option says so, and not where the dim
+/// that continues B's rows is also A's next dim.
+#[test]
+fn short_tiles_run_staged() {
+    let shapes: [(&[usize], &[usize]); 3] = [
+        (&[15, 6, 9, 13], &[3, 2, 1, 0]),
+        (&[7, 5, 11, 3, 17], &[4, 3, 1, 2, 0]),
+        (&[13, 5, 4, 3, 15], &[4, 3, 2, 1, 0]),
+    ];
+    for isa in Isa::available() {
+        for threads in [1, 2] {
+            let opts = streamed_regrouped(isa, threads);
+            for (dims, perm) in shapes {
+                let (la, lb) = row_major_pair(dims, perm);
+                let plan = TransposePlan::new(perm, &la, &lb, DType::F64, &opts).unwrap();
+                assert_eq!(plan.stages(), isa != Isa::Scalar, "{}", plan.describe());
+                let off = TransposeOptions {
+                    stage: Some(false),
+                    ..opts.clone()
+                };
+                let plain = TransposePlan::new(perm, &la, &lb, DType::F64, &off).unwrap();
+                assert!(!plain.stages(), "{}", plain.describe());
+                misaligned_every_dtype(dims, perm, &opts);
+            }
+            // B's next dim (A's dim 2) is A's next dim too: not staged.
+            let (dims, perm): (&[usize], &[usize]) = (&[15, 6, 9, 13], &[3, 1, 2, 0]);
+            let (la, lb) = row_major_pair(dims, perm);
+            let plan = TransposePlan::new(perm, &la, &lb, DType::F64, &opts).unwrap();
+            assert!(!plan.stages(), "{}", plan.describe());
+        }
+    }
+}
+
 /// Streamed tiles whose A rows are one line and whose B rows are long take four-line B-side
 /// blocks under the regroup rule (AVX-512, f32: 16-element A rows), and stay exact on every
 /// level, dtype, misaligned output and thread count.

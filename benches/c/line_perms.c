@@ -1,7 +1,8 @@
 // Whole-line permutations of a 16^6 f32 tensor (A's and B's fastest dim the same, rows of
 // 16 f32 = one 64-byte line): the line order of the walk decides how B's writes scatter.
-// A stand-alone experiment behind docs/BENCHMARKS.md (twenty-second session), not part of
-// the library. For one permutation it times, best of three, in three rounds:
+// A stand-alone experiment behind docs/TUNING.md ("Streamed rows of whole lines: A's
+// order"), not part of the library. For one permutation it times, best of three, in three
+// rounds:
 //   memcpy of the same bytes (the reference),
 //   the walk in A's order (what ttgt's streamed row copies do),
 //   the walk in a given order of A's line dims (outermost first),

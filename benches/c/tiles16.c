@@ -1,7 +1,7 @@
 // 16x16 f32 tiles of a 16^6 tensor, walked without any per-tile set-up ("direct"), and the
 // same through a 256 KiB staging buffer that makes both A's reads and B's writes 1 KiB runs
-// ("staged"), beside memcpy. A stand-alone experiment behind docs/BENCHMARKS.md
-// (twenty-second session), not part of the library; the permutation's last entry and
+// ("staged"), beside memcpy. A stand-alone experiment behind docs/TUNING.md
+// (`WHOLE_MICRO_MAX`), not part of the library; the permutation's last entry and
 // second-last must not be 4 for the staged walk.
 // Build and run (x86-64 with AVX-512):
 //   gcc -O3 -march=native -o tiles16 benches/c/tiles16.c

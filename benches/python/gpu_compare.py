@@ -2,7 +2,7 @@
 """Tables of ttgt's GPU contractions against PyTorch, CuPy and JAX, from runs on one device.
 
 Reads the JSON lines of ``ttgt bench contract --backend cuda --all-candidates --json``
-(``bench_contract.jsonl`` of ``benches/gpu_session.sh contract``) and of
+(``bench_contract.jsonl`` of ``benches/gpu_run.sh contract``) and of
 ``benches/gpu_peers.py`` (``peers.jsonl``), and prints, per set (``tccg_f32``,
 ``ccsd_f64``, ...): the cases both sides timed, ttgt's mean share of the same-size cuBLAS GEMM,
 the geometric-mean speed-up of ttgt over each peer with the number of cases where ttgt is

@@ -1,5 +1,6 @@
-//! `ttgt bench transpose`: one case's transposition time and bandwidth beside a plain copy of
-//! the same bytes (`copy_from_slice`, the platform's memcpy) at the same thread count.
+//! `ttgt bench transpose`: one case's transposition time and bandwidth beside the machine's
+//! best copy of the same bytes at the same thread count (the faster of the platform's memcpy
+//! and a streaming-store copy, measured in the same run).
 
 use std::time::Instant;
 
@@ -7,7 +8,7 @@ use rayon::prelude::*;
 
 use super::cases::TransposeCase;
 use crate::error::Result;
-use crate::model::{copy_seconds_on, predict_transpose, profile};
+use crate::model::{best_copy_seconds_on, predict_transpose, profile};
 use crate::tensor::{zeroed_aligned, DType, Element, Layout, StridedView, StridedViewMut};
 use crate::transpose::{TransposeOptions, TransposePlan, Tuning};
 
@@ -33,6 +34,8 @@ pub struct TransposeBenchOptions {
     pub prefetch_distance: Option<usize>,
     /// Force the regrouped nest of scattered-line tiles on or off (`None`: the host's rule).
     pub regroup: Option<bool>,
+    /// Force staged short tiles off (`Some(false)`; `None` or `Some(true)`: where they apply).
+    pub stage: Option<bool>,
     /// Bytes past a cache-line boundary where B starts (a multiple of the element size,
     /// below 64; 0: line-aligned).
     pub b_offset: usize,
@@ -57,7 +60,8 @@ pub struct TransposeResult {
     pub plan_seconds: f64,
     /// Bytes moved / `seconds`, in GB/s (1e9).
     pub gbps: f64,
-    /// Bandwidth of a plain copy of the same bytes, same run, same threads.
+    /// Bandwidth of the best copy of the same bytes (memcpy or streaming stores), same run,
+    /// same threads.
     pub copy_gbps: f64,
     /// `gbps / copy_gbps`.
     pub ratio: f64,
@@ -93,6 +97,7 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
         prefetch: o.prefetch,
         prefetch_distance: o.prefetch_distance,
         regroup: o.regroup,
+        stage: o.stage,
         ..Default::default()
     };
     let (alpha, beta) = (T::one(), T::from_f64(o.beta));
@@ -123,7 +128,7 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
         let t = Instant::now();
         plan.execute(alpha, &av, beta, &mut bv)?;
         best = best.min(t.elapsed().as_secs_f64());
-        copy = copy.min(copy_seconds_on(
+        copy = copy.min(best_copy_seconds_on(
             &a[oa..oa + n],
             &mut b[ob..ob + n],
             o.threads,

@@ -261,9 +261,8 @@ fn nominal_gflops(library: GemmLibrary, dtype: DType) -> f64 {
 }
 
 /// How much faster than `matrixmultiply` the uncalibrated model rates the `gemm` crate on a CPU
-/// with AVX-512F. Measured on a 2-core AVX-512 host (Zen 4, 2 threads, both libraries in one
-/// session, row-major operands): 1.3–2.0× over 2048³, 512³, 2304×64×2304 and 10000×96×24
-/// products in f64, 1.1–1.7× in f32; a calibration replaces it with measured rates.
+/// with AVX-512F, where its `x86-v4` kernels ran 1.1–2.0× faster (`docs/TUNING.md`,
+/// `AVX512_GEMM_CRATE_FACTOR`); a calibration replaces it with measured rates.
 ///
 /// ```
 /// assert!(ttgt::model::AVX512_GEMM_CRATE_FACTOR > 1.0);

@@ -12,6 +12,7 @@ pub mod inplace;
 mod kernel;
 mod plan;
 mod problem;
+mod staged;
 mod strided;
 
 pub use cache::{cached_plan, clear_plan_cache, transpose, PLAN_CACHE_CAPACITY};

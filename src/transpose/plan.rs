@@ -12,6 +12,7 @@ use rayon::prelude::*;
 
 use super::kernel::{self, Isa, Micro, Scalars, Tile};
 use super::problem::{Dim, Normalized};
+use super::staged::{Staged, StagedLoop};
 use crate::error::{Error, Result};
 use crate::tensor::{spans_overlap, DType, Element, Layout, StridedView, StridedViewMut};
 
@@ -68,6 +69,9 @@ pub struct TransposeOptions {
     /// [`PARALLEL_MIN_BYTES`]; `Some(0)`: any tensor (tests use it to run the multi-task
     /// paths on small shapes).
     pub parallel_min_bytes: Option<usize>,
+    /// Force staged short tiles ([`TransposePlan::stages`]) off (`Some(false)`); `None` or
+    /// `Some(true)`: where they apply.
+    pub stage: Option<bool>,
 }
 
 /// How far ahead, in bytes of A, the tiles' software prefetch runs by default
@@ -376,6 +380,9 @@ pub struct TransposePlan {
     far_prefetch: bool,
     /// Smallest tensor (bytes) split into tasks ([`TransposeOptions::parallel_min_bytes`]).
     parallel_min_bytes: usize,
+    /// The staged nest of short tiles whose B rows are not whole lines, for executions that
+    /// stream ([`TransposePlan::stages`]).
+    staged: Option<Staged>,
 }
 
 /// The `ni`×`nj` tile over A's fastest dim `i` and B's fastest dim `j`.
@@ -525,12 +532,16 @@ impl TransposePlan {
             line_stream: line_tile_streaming(),
             row_batch: None,
             regrouped: false,
+            staged: None,
         };
         plan.build(0.5, options.block.map(|b| (b, b)), false);
         if options.block.is_none() && options.regroup.unwrap_or_else(scatter_regroup) {
             plan.regroup_scattered_lines();
             plan.widen_one_line_tiles();
             plan.square_long_strips();
+        }
+        if options.block.is_none() && options.stage.unwrap_or(true) {
+            plan.stage_short_tiles();
         }
         Ok(plan)
     }
@@ -819,6 +830,57 @@ impl TransposePlan {
         let mut c = self.clone();
         c.build(0.5, Some((4 * w, 4 * w)), true);
         *self = c;
+    }
+
+    /// Gives a streamed SIMD tile that is short on both sides and whose B rows are not whole
+    /// cache lines a staged nest ([`Staged`]): macro-tiles transposed into a buffer and
+    /// copied to B in streamed runs. Its loops over macro-tiles are the plan's own (HPTT's
+    /// order), the B-side and A-side loops split around the macro-tile.
+    fn stage_short_tiles(&mut self) {
+        let KernelKind::Tile { i, j, simd: true } = self.kernel else {
+            return;
+        };
+        let es = self.dtype.size_bytes();
+        let whole_lines = (i.sb.unsigned_abs() * es).is_multiple_of(64);
+        if whole_lines || !self.stream_choice() || kernel::stream_copy(self.isa).is_none() {
+            return;
+        }
+        let outer: Vec<StagedLoop> = self
+            .loops
+            .iter()
+            .filter(|l| l.role == Role::Outer)
+            .map(|l| StagedLoop {
+                count: l.count,
+                sa: l.sa,
+                sb: l.sb,
+            })
+            .collect();
+        self.staged = Staged::plan(i, j, &outer, es);
+        if let Some(st) = &self.staged {
+            if self.threads > 1 {
+                self.tasks = st.units().min(self.threads * 8).max(1);
+            }
+        }
+    }
+
+    /// Whether an execution with `beta == 0` runs staged short tiles: macro-tiles transposed
+    /// into a thread-local buffer and copied to B in streamed runs of several rows.
+    ///
+    /// ```
+    /// use ttgt::{Layout, DType, transpose::{TransposePlan, TransposeOptions}};
+    /// use ttgt::transpose::Isa;
+    /// // 15^6 f64, B's fastest dim A's slowest and B's next dims A's 1-3: tiles of 15 x 15
+    /// // whose B rows are 120 bytes long
+    /// let a = Layout::row_major(&[15; 6]).unwrap();
+    /// let perm = [5, 4, 1, 2, 3, 0];
+    /// let p = TransposePlan::new(&perm, &a, &a, DType::F64, &TransposeOptions::default()).unwrap();
+    /// assert_eq!(p.stages(), Isa::detect() != Isa::Scalar);
+    /// let off = TransposeOptions { stage: Some(false), ..Default::default() };
+    /// let q = TransposePlan::new(&perm, &a, &a, DType::F64, &off).unwrap();
+    /// assert!(!q.stages());
+    /// ```
+    pub fn stages(&self) -> bool {
+        self.staged.is_some() && self.streams(true)
     }
 
     /// Whether streamed executions run the regrouped nest of a scattered-line tile
@@ -1172,6 +1234,23 @@ impl TransposePlan {
             (None, true) => ", streaming stores when beta = 0".to_string(),
             _ => String::new(),
         };
+        let streaming = match (&self.staged, self.streams(true)) {
+            (Some(st), true) => format!(
+                ", staged when beta = 0: {}x{} tiles a macro-tile, streamed runs of {} bytes, loops [{}]",
+                st.ka.count,
+                st.kb.count,
+                match self.kernel {
+                    KernelKind::Tile { j, .. } => st.run_bytes(j, self.dtype.size_bytes()),
+                    _ => 0,
+                },
+                st.outer
+                    .iter()
+                    .map(|l| l.count.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+            _ => streaming,
+        };
         let prefetch = match self.prefetch_ahead() {
             Some(k) => format!(", prefetch {k} unit(s) ahead"),
             None => String::new(),
@@ -1219,6 +1298,34 @@ impl TransposePlan {
         };
         let p = Ptrs { a, b };
         let mut stream = self.streams(beta.is_exact_zero());
+        if let (true, Some(st), Some(m), Some(copy), KernelKind::Tile { i, j, .. }) = (
+            stream,
+            &self.staged,
+            micro.as_ref(),
+            kernel::stream_copy(self.isa),
+            self.kernel,
+        ) {
+            let units = st.units();
+            let run = |s: usize, e: usize| {
+                // SAFETY: `check` (or the caller of `execute_raw`) guarantees the layouts;
+                // the staged nest covers each B element once, tasks take disjoint unit
+                // ranges; `copy` and `m` belong to this plan's ISA, available on this CPU.
+                let q = p;
+                unsafe { st.run((i, j), q.a, q.b, (s, e), &sc, m, copy) };
+                kernel::store_fence();
+            };
+            if self.tasks <= 1 || self.run_inline() {
+                run(0, units);
+            } else {
+                let tasks = self.tasks;
+                on_threads(self.threads, || {
+                    (0..tasks)
+                        .into_par_iter()
+                        .for_each(|t| run(units * t / tasks, units * (t + 1) / tasks));
+                });
+            }
+            return;
+        }
         // Streamed tile rows must be whole cache lines. User arrays are often only 16-byte
         // aligned (ndarray's, from the system allocator), so when B does not start on a line
         // the grid of B-side macro-tiles starts `head` elements in, at B's first line

@@ -1,5 +1,6 @@
 //! `ttgt bench transpose`: the transposition engine on the TTC table or on all permutations of
-//! a rank, each case beside a plain copy of the same bytes measured in the same run, with the
+//! a rank, each case beside the machine's best copy of the same bytes (memcpy or streaming
+//! stores) measured in the same run, with the
 //! cost model's prediction; a summary (mean and minimum ratio, model error), grouped by rank
 //! after fusion for the all-permutations set.
 
@@ -22,7 +23,7 @@ use crate::say;
 /// What to benchmark.
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
-    /// Tensor transpositions (B = perm(A)) beside a same-size memory copy.
+    /// Tensor transpositions (B = perm(A)) beside the machine's best copy of the same bytes.
     Transpose(TransposeArgs),
     /// Tensor contractions (the TCCG set) beside a same-size GEMM.
     Contract(crate::bench_contract::ContractBenchArgs),
@@ -236,6 +237,10 @@ pub struct TransposeArgs {
     /// `ttgt calibrate`).
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub regroup: String,
+    /// Staged short tiles (short tiles whose B rows are not whole lines, transposed through a
+    /// cache-resident buffer and streamed to B in runs): auto (where they apply) or off.
+    #[arg(long, value_name = "MODE", default_value = "auto")]
+    pub stage: String,
     /// B starts this many bytes past a cache-line boundary (a multiple of the element size,
     /// below 64), as large results from the system allocator do (16); the copy reference
     /// writes to the same B.
@@ -393,6 +398,7 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
         prefetch: on_off_auto("--prefetch", &a.prefetch)?,
         prefetch_distance: a.prefetch_distance,
         regroup: on_off_auto("--regroup", &a.regroup)?,
+        stage: on_off_auto("--stage", &a.stage)?,
     };
     let list = cases(a)?;
     if !a.json {

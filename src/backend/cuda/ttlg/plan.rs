@@ -165,7 +165,7 @@ fn schemas_for(p: &GpuProblem) -> Vec<Schema> {
 /// Whether the 2x2-block form of a transposition is ranked before the element-wise form
 /// ([`TtlgPlan::ranked`]); `same_schema`: Alg. 1 gives both forms the same schemas.
 ///
-/// Measured on an H200 (`docs/BENCHMARKS.md`, "GPU: 2x2 blocks and cp.async timed"):
+/// Measured on an H200 (`docs/BENCHMARKS.md`, "GPU transpositions: an H200, 2026-11-27"):
 /// where halving the fastest dims tips f32 from Orthogonal-Distinct to
 /// Orthogonal-Arbitrary (TTC cases 34, 35, 37, 39, 49 and 50), measured tuning chose the
 /// blocked Orthogonal-Arbitrary plan every time, at 0.70-0.83 of copy bandwidth against

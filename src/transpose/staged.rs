@@ -1,0 +1,217 @@
+//! Staged short tiles: streamed transpositions whose tiles are short on both sides (A's and
+//! B's stride-1 extents of at most [`SHORT_BYTES`], e.g. 15 f64) and whose B rows are not
+//! whole cache lines.
+//!
+//! Tiled directly, such a transposition reads A in runs of one tile row and writes B in rows
+//! that start inside a line, so B cannot be streamed and every line of B is read before it is
+//! written; rows of 15 f64 ran at 0.13 of the machine's best copy where rows of 16 ran at 0.6
+//! (`docs/TUNING.md`). A staged execution takes a macro-tile of `p` steps of the loop next to
+//! A's stride-1 dim by `q` steps of the dim that follows B's stride-1 dim in B (so that B's
+//! part of the macro-tile is made of runs `q` rows long), transposes it tile by tile into a
+//! thread-local buffer laid out like B's runs, and copies each run to B with streaming
+//! stores (whole lines streamed, the partial lines at the two ends of a run stored plainly).
+
+use super::kernel::{self, Micro, Scalars, Seam, Tile};
+use super::problem::Dim;
+use crate::tensor::Element;
+
+/// Longest stride-1 extent (bytes) on either side of a tile that is staged.
+pub(crate) const SHORT_BYTES: usize = 256;
+
+/// Longest B run (bytes) a macro-tile writes: `q` is the largest divisor of the B-side
+/// loop's extent whose run stays within it.
+const RUN_BYTES: usize = 2048;
+
+/// Largest buffer (bytes) of one macro-tile: `p` is the largest divisor of the A-side loop's
+/// extent whose macro-tile stays within it (a quarter of a 1 MiB L2, with A's lines beside it).
+const BUFFER_BYTES: usize = 256 << 10;
+
+/// One loop of a staged nest: extent and element strides in A and B.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct StagedLoop {
+    pub count: usize,
+    pub sa: isize,
+    pub sb: isize,
+}
+
+/// The loop nest of a staged execution.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Staged {
+    /// Loops over macro-tiles, outermost first.
+    pub outer: Vec<StagedLoop>,
+    /// The A-side loop inside a macro-tile (`p` steps of the dim next to A's stride-1 one).
+    pub ka: StagedLoop,
+    /// The B-side loop inside a macro-tile (`q` steps of the dim whose B stride is the extent
+    /// of B's stride-1 dim, so that B's runs are `q` rows long).
+    pub kb: StagedLoop,
+}
+
+impl Staged {
+    /// The staged nest of a tile `i` (A's stride-1 dim) by `j` (B's) under the outer loops
+    /// `outer` (outermost first), or `None` where it does not apply: a side longer than
+    /// [`SHORT_BYTES`], no outer loop that continues B's rows in memory, or runs that would
+    /// not grow.
+    pub fn plan(i: Dim, j: Dim, outer: &[StagedLoop], es: usize) -> Option<Staged> {
+        if i.sa != 1 || j.sb != 1 || i.n * es > SHORT_BYTES || j.n * es > SHORT_BYTES {
+            return None;
+        }
+        let kb = outer
+            .iter()
+            .position(|l| l.count > 1 && l.sb == j.n as isize)?;
+        // The dim next to A's stride-1 one. Where it is the one that continues B's rows too,
+        // the tiles already read and write runs of several rows, and staging ran slower
+        // (`docs/TUNING.md`).
+        let ka = (0..outer.len())
+            .filter(|&k| outer[k].count > 1)
+            .min_by_key(|&k| (outer[k].sa.unsigned_abs(), k));
+        if ka == Some(kb) {
+            return None;
+        }
+        let largest_divisor = |n: usize, ok: &dyn Fn(usize) -> bool| {
+            (1..=n).rev().find(|&d| n.is_multiple_of(d) && ok(d)).unwrap_or(1)
+        };
+        let (run_bytes, cap) = (RUN_BYTES, BUFFER_BYTES);
+        let tile = i.n * j.n * es;
+        // A's runs first (p steps of the dim next to A's stride-1 one), then B's.
+        let p = ka.map_or(1, |k| {
+            largest_divisor(outer[k].count, &|d| {
+                d * i.n * es <= run_bytes && tile * d * 2 <= cap
+            })
+        });
+        let q = largest_divisor(outer[kb].count, &|d| {
+            d * j.n * es <= run_bytes && tile * d * p <= cap
+        });
+        if q < 2 {
+            return None;
+        }
+        let split = |l: StagedLoop, d: usize| {
+            (
+                StagedLoop {
+                    count: l.count / d,
+                    sa: l.sa * d as isize,
+                    sb: l.sb * d as isize,
+                },
+                StagedLoop { count: d, ..l },
+            )
+        };
+        let (bo, bi) = split(outer[kb], q);
+        let (ao, ai) = match ka {
+            Some(k) => split(outer[k], p),
+            None => (
+                StagedLoop {
+                    count: 1,
+                    sa: 0,
+                    sb: 0,
+                },
+                StagedLoop {
+                    count: 1,
+                    sa: 0,
+                    sb: 0,
+                },
+            ),
+        };
+        let mut loops: Vec<StagedLoop> = (0..outer.len())
+            .filter(|&k| k != kb && Some(k) != ka)
+            .map(|k| outer[k])
+            .collect();
+        loops.extend([ao, bo]);
+        loops.retain(|l| l.count > 1);
+        Some(Staged {
+            outer: loops,
+            ka: ai,
+            kb: bi,
+        })
+    }
+
+    /// Macro-tiles of one execution.
+    pub fn units(&self) -> usize {
+        self.outer.iter().map(|l| l.count).product()
+    }
+
+    /// Bytes of B each streamed run writes.
+    pub fn run_bytes(&self, j: Dim, es: usize) -> usize {
+        self.kb.count * j.n * es
+    }
+
+    /// Runs macro-tiles `s..e` of `B = alpha * perm(A)` (beta = 0) with tile `i` by `j`.
+    ///
+    /// # Safety
+    /// `a` and `b` address tensors whose every element the nest (with the tile) reaches is in
+    /// bounds, B overlaps neither A nor memory another thread uses, `copy` is the ISA's
+    /// streaming copy and `m` its micro-kernels; the caller fences the streamed stores.
+    #[allow(clippy::too_many_arguments)] // the nest, the range, the data and the kernels
+    pub unsafe fn run<T: Element>(
+        &self,
+        (i, j): (Dim, Dim),
+        a: *const T,
+        b: *mut T,
+        (s, e): (usize, usize),
+        sc: &Scalars<T>,
+        m: &Micro,
+        copy: unsafe fn(*const u8, *mut u8, usize),
+    ) {
+        let (p, q) = (self.ka.count, self.kb.count);
+        let run = q * j.n;
+        let es = std::mem::size_of::<T>();
+        // The buffer holds B's runs of the macro-tile: element (i, ka, kb, j) at
+        // (ka * i.n + i) * rs + kb * j.n + j, the runs `rs` apart: one line more than a run,
+        // so that the rows a tile writes fall in different cache sets.
+        let rs = run + 64 / es;
+        let mut buf: Vec<T> = Vec::with_capacity(i.n * p * rs);
+        let bp = buf.as_mut_ptr();
+        let t = Tile {
+            ni: i.n,
+            nj: j.n,
+            sai: i.sa,
+            saj: j.sa,
+            sbi: rs as isize,
+            sbj: 1,
+        };
+        let none = Seam::default();
+        let nl = self.outer.len();
+        let mut idx = vec![0usize; nl];
+        let (mut oa, mut ob) = (0isize, 0isize);
+        let mut rest = s;
+        for k in (0..nl).rev() {
+            idx[k] = rest % self.outer[k].count;
+            rest /= self.outer[k].count;
+            oa += idx[k] as isize * self.outer[k].sa;
+            ob += idx[k] as isize * self.outer[k].sb;
+        }
+        for _ in s..e {
+            // The A-side loop innermost: each of the tile's A rows continues where the last
+            // tile left it.
+            for y in 0..q {
+                for x in 0..p {
+                    let ta = a.offset(oa + x as isize * self.ka.sa + y as isize * self.kb.sa);
+                    let tb = bp.add(x * i.n * rs + y * j.n);
+                    // SAFETY: the tile's A elements are in bounds (caller); its buffer
+                    // elements are inside the buffer's i.n * p * rs elements.
+                    kernel::tile_simd(ta, tb, &t, sc, m, false, &none, std::ptr::null());
+                }
+            }
+            for r in 0..i.n {
+                for x in 0..p {
+                    let src = bp.add((x * i.n + r) * rs) as *const u8;
+                    let dst = b.offset(ob + r as isize * i.sb + x as isize * self.ka.sb);
+                    // SAFETY: the run is `run` elements of the buffer, all written above, and
+                    // `run` elements of B in bounds (the caller), which no other thread uses.
+                    copy(src, dst as *mut u8, run * es);
+                }
+            }
+            let mut k = nl;
+            while k > 0 {
+                k -= 1;
+                idx[k] += 1;
+                oa += self.outer[k].sa;
+                ob += self.outer[k].sb;
+                if idx[k] < self.outer[k].count {
+                    break;
+                }
+                oa -= self.outer[k].sa * self.outer[k].count as isize;
+                ob -= self.outer[k].sb * self.outer[k].count as isize;
+                idx[k] = 0;
+            }
+        }
+    }
+}

@@ -544,14 +544,16 @@ fn regrouped_scattered_tiles_into_misaligned_outputs() {
 
 /// Streamed tiles short on both sides whose B rows are not whole lines run staged (through a
 /// buffer, streamed to B in runs): odd and prime extents, every level, dtype, output offset
-/// inside a line, one and two threads; off when the option says so, and not where the dim
-/// that continues B's rows is also A's next dim.
+/// inside a line, one and two threads, with and without an A-side loop in the macro-tile (the
+/// last shape: B's next dim is A's next dim too); off when the option says so, and not where
+/// B's rows are whole lines.
 #[test]
 fn short_tiles_run_staged() {
-    let shapes: [(&[usize], &[usize]); 3] = [
+    let shapes: [(&[usize], &[usize]); 4] = [
         (&[15, 6, 9, 13], &[3, 2, 1, 0]),
         (&[7, 5, 11, 3, 17], &[4, 3, 1, 2, 0]),
         (&[13, 5, 4, 3, 15], &[4, 3, 2, 1, 0]),
+        (&[15, 6, 9, 13], &[3, 1, 2, 0]),
     ];
     for isa in Isa::available() {
         for threads in [1, 2] {
@@ -568,8 +570,8 @@ fn short_tiles_run_staged() {
                 assert!(!plain.stages(), "{}", plain.describe());
                 misaligned_every_dtype(dims, perm, &opts);
             }
-            // B's next dim (A's dim 2) is A's next dim too: not staged.
-            let (dims, perm): (&[usize], &[usize]) = (&[15, 6, 9, 13], &[3, 1, 2, 0]);
+            // B rows of whole lines (864 f64 apart): not staged.
+            let (dims, perm): (&[usize], &[usize]) = (&[16, 6, 9, 13], &[3, 2, 1, 0]);
             let (la, lb) = row_major_pair(dims, perm);
             let plan = TransposePlan::new(perm, &la, &lb, DType::F64, &opts).unwrap();
             assert!(!plan.stages(), "{}", plan.describe());

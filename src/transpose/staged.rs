@@ -58,29 +58,29 @@ impl Staged {
         let kb = outer
             .iter()
             .position(|l| l.count > 1 && l.sb == j.n as isize)?;
-        // The dim next to A's stride-1 one. Where it is the one that continues B's rows too,
-        // the tiles already read and write runs of several rows, and staging ran slower
-        // (`docs/TUNING.md`).
+        // The dim next to A's stride-1 one, split around the macro-tile unless it is the one
+        // that continues B's rows: the B-side loop then continues A's rows too.
         let ka = (0..outer.len())
             .filter(|&k| outer[k].count > 1)
-            .min_by_key(|&k| (outer[k].sa.unsigned_abs(), k));
-        if ka == Some(kb) {
-            return None;
-        }
-        let largest_divisor = |n: usize, ok: &dyn Fn(usize) -> bool| {
-            (1..=n).rev().find(|&d| n.is_multiple_of(d) && ok(d)).unwrap_or(1)
-        };
-        let (run_bytes, cap) = (RUN_BYTES, BUFFER_BYTES);
+            .min_by_key(|&k| (outer[k].sa.unsigned_abs(), k))
+            .filter(|&k| k != kb);
         let tile = i.n * j.n * es;
-        // A's runs first (p steps of the dim next to A's stride-1 one), then B's.
-        let p = ka.map_or(1, |k| {
-            largest_divisor(outer[k].count, &|d| {
-                d * i.n * es <= run_bytes && tile * d * 2 <= cap
-            })
-        });
-        let q = largest_divisor(outer[kb].count, &|d| {
-            d * j.n * es <= run_bytes && tile * d * p <= cap
-        });
+        // The steps of a loop of `n` in a macro-tile: the largest divisor of `n` whose run of
+        // `row` bytes a step stays within RUN_BYTES, else (a prime extent above it) the
+        // smallest divisor above 1, each as long as the buffer stays within `room` tiles.
+        let steps = |n: usize, row: usize, room: usize, above: bool| {
+            let fits = |d: usize| n.is_multiple_of(d) && d <= room;
+            (2..=n)
+                .rev()
+                .find(|&d| fits(d) && d * row <= RUN_BYTES)
+                .or_else(|| (2..=n).find(|&d| above && fits(d)))
+                .unwrap_or(1)
+        };
+        let room = BUFFER_BYTES / tile;
+        // A's runs first (p steps of the dim next to A's stride-1 one), then B's, which
+        // decide whether staging applies at all (a B run of one row streams nothing more).
+        let p = ka.map_or(1, |k| steps(outer[k].count, i.n * es, room / 2, false));
+        let q = steps(outer[kb].count, j.n * es, room / p, true);
         if q < 2 {
             return None;
         }

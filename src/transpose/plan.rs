@@ -428,6 +428,24 @@ fn loop_keys(dims: &[Dim], bias: f64) -> Vec<f64> {
         .collect()
 }
 
+/// Set by tests: staged executions write their tiles straight to B, as they do when the
+/// buffer's memory cannot be had.
+#[cfg(test)]
+pub(crate) static UNSTAGED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Whether staged executions skip the buffer ([`UNSTAGED`] in tests; never otherwise).
+fn unstaged() -> bool {
+    #[cfg(test)]
+    {
+        UNSTAGED.load(Ordering::Relaxed)
+    }
+    #[cfg(not(test))]
+    {
+        false
+    }
+}
+
 fn pools() -> &'static Mutex<HashMap<usize, Arc<rayon::ThreadPool>>> {
     static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
     POOLS.get_or_init(|| Mutex::new(HashMap::new()))
@@ -1311,7 +1329,7 @@ impl TransposePlan {
                 // the staged nest covers each B element once, tasks take disjoint unit
                 // ranges; `copy` and `m` belong to this plan's ISA, available on this CPU.
                 let q = p;
-                unsafe { st.run((i, j), q.a, q.b, (s, e), &sc, m, copy) };
+                unsafe { st.run((i, j), q.a, q.b, (s, e), &sc, m, copy, !unstaged()) };
                 kernel::store_fence();
             };
             if self.tasks <= 1 || self.run_inline() {

@@ -18,12 +18,12 @@ use crate::tensor::Element;
 /// Longest stride-1 extent (bytes) on either side of a tile that is staged.
 pub(crate) const SHORT_BYTES: usize = 256;
 
-/// Longest B run (bytes) a macro-tile writes: `q` is the largest divisor of the B-side
-/// loop's extent whose run stays within it.
+/// Longest run (bytes) of A or B that a macro-tile's steps make: `p` and `q` are the largest
+/// divisors of their loops' extents whose runs stay within it (`docs/TUNING.md`).
 const RUN_BYTES: usize = 2048;
 
-/// Largest buffer (bytes) of one macro-tile: `p` is the largest divisor of the A-side loop's
-/// extent whose macro-tile stays within it (a quarter of a 1 MiB L2, with A's lines beside it).
+/// Largest buffer (bytes) of one macro-tile, which bounds `p` times `q` (a quarter of a 1 MiB
+/// L2, with A's lines beside it; `docs/TUNING.md`).
 const BUFFER_BYTES: usize = 256 << 10;
 
 /// One loop of a staged nest: extent and element strides in A and B.
@@ -133,7 +133,9 @@ impl Staged {
         self.kb.count * j.n * es
     }
 
-    /// Runs macro-tiles `s..e` of `B = alpha * perm(A)` (beta = 0) with tile `i` by `j`.
+    /// Runs macro-tiles `s..e` of `B = alpha * perm(A)` (beta = 0) with tile `i` by `j`,
+    /// through the buffer when `stage` and its memory can be had, else each tile straight
+    /// into B.
     ///
     /// # Safety
     /// `a` and `b` address tensors whose every element the nest (with the tile) reaches is in
@@ -149,6 +151,7 @@ impl Staged {
         sc: &Scalars<T>,
         m: &Micro,
         copy: unsafe fn(*const u8, *mut u8, usize),
+        stage: bool,
     ) {
         let (p, q) = (self.ka.count, self.kb.count);
         let run = q * j.n;
@@ -157,7 +160,9 @@ impl Staged {
         // (ka * i.n + i) * rs + kb * j.n + j, the runs `rs` apart: one line more than a run,
         // so that the rows a tile writes fall in different cache sets.
         let rs = run + 64 / es;
-        let mut buf: Vec<T> = Vec::with_capacity(i.n * p * rs);
+        let mut buf: Vec<T> = Vec::new();
+        // Without memory for the buffer, the tiles go straight to B with ordinary stores.
+        let staged = stage && buf.try_reserve_exact(i.n * p * rs).is_ok();
         let bp = buf.as_mut_ptr();
         let t = Tile {
             ni: i.n,
@@ -167,6 +172,7 @@ impl Staged {
             sbi: rs as isize,
             sbj: 1,
         };
+        let direct = Tile { sbi: i.sb, ..t };
         let none = Seam::default();
         let nl = self.outer.len();
         let mut idx = vec![0usize; nl];
@@ -184,13 +190,19 @@ impl Staged {
             for y in 0..q {
                 for x in 0..p {
                     let ta = a.offset(oa + x as isize * self.ka.sa + y as isize * self.kb.sa);
+                    if !staged {
+                        let tb = b.offset(ob + x as isize * self.ka.sb + y as isize * self.kb.sb);
+                        // SAFETY: the tile's A and B elements are in bounds (caller).
+                        kernel::tile_simd(ta, tb, &direct, sc, m, false, &none, std::ptr::null());
+                        continue;
+                    }
                     let tb = bp.add(x * i.n * rs + y * j.n);
                     // SAFETY: the tile's A elements are in bounds (caller); its buffer
                     // elements are inside the buffer's i.n * p * rs elements.
                     kernel::tile_simd(ta, tb, &t, sc, m, false, &none, std::ptr::null());
                 }
             }
-            for r in 0..i.n {
+            for r in (0..i.n).filter(|_| staged) {
                 for x in 0..p {
                     let src = bp.add((x * i.n + r) * rs) as *const u8;
                     let dst = b.offset(ob + r as isize * i.sb + x as isize * self.ka.sb);
@@ -212,6 +224,58 @@ impl Staged {
                 ob -= self.outer[k].sb * self.outer[k].count as isize;
                 idx[k] = 0;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::plan::UNSTAGED;
+    use super::super::{TransposeOptions, TransposePlan};
+    use crate::tensor::{DType, Layout, StridedView, StridedViewMut};
+    use std::sync::atomic::Ordering;
+
+    /// A staged plan gives the reference result through its buffer and, without one, with its
+    /// tiles written straight to B.
+    #[test]
+    fn staged_and_direct_tiles_agree_with_the_reference() {
+        let dims = [15, 6, 9, 13];
+        let perm = [3, 2, 1, 0];
+        let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+        let (la, lb) = (
+            Layout::row_major(&dims).unwrap(),
+            Layout::row_major(&bd).unwrap(),
+        );
+        let opts = TransposeOptions {
+            streaming: Some(true),
+            threads: Some(1),
+            ..Default::default()
+        };
+        let plan = TransposePlan::new(&perm, &la, &lb, DType::F64, &opts).unwrap();
+        if !plan.stages() {
+            return; // no SIMD level on this CPU
+        }
+        let a: Vec<f64> = (0..la.len()).map(|x| x as f64 * 0.5 - 7.0).collect();
+        // B's element at multi-index (i3, i2, i1, i0) is A's at (i0, i1, i2, i3) times 2.
+        let want: Vec<f64> = (0..lb.len())
+            .map(|lin| {
+                let (mut rem, mut src) = (lin, 0);
+                let sa = la.strides();
+                for k in (0..4).rev() {
+                    src += (rem % bd[k]) as isize * sa[perm[k]];
+                    rem /= bd[k];
+                }
+                2.0 * a[src as usize]
+            })
+            .collect();
+        for direct in [false, true] {
+            UNSTAGED.store(direct, Ordering::Relaxed);
+            let mut b = vec![f64::NAN; lb.len()];
+            let av = StridedView::from_slice(&a, la.clone(), 0).unwrap();
+            let mut bv = StridedViewMut::from_slice(&mut b, lb.clone(), 0).unwrap();
+            plan.execute(2.0, &av, 0.0, &mut bv).unwrap();
+            UNSTAGED.store(false, Ordering::Relaxed);
+            assert_eq!(b, want, "direct tiles: {direct}");
         }
     }
 }

@@ -704,12 +704,16 @@ impl TransposePlan {
         if block.is_none() {
             self.widen_streamed_blocks();
         }
-        let units: usize = self.loops.iter().map(|l| l.count).product();
-        self.tasks = if self.threads == 1 || self.norm.is_empty() {
+        self.tasks = self.task_count(self.loops.iter().map(|l| l.count).product());
+    }
+
+    /// Tasks an execution of `units` units splits into: up to eight per thread.
+    fn task_count(&self, units: usize) -> usize {
+        if self.threads == 1 || self.norm.is_empty() {
             1
         } else {
             units.min(self.threads * 8).max(1)
-        };
+        }
     }
 
     /// Widens the B-side blocks of streamed tiles from one line of each B row to two
@@ -875,9 +879,7 @@ impl TransposePlan {
             .collect();
         self.staged = Staged::plan(i, j, &outer, es);
         if let Some(st) = &self.staged {
-            if self.threads > 1 {
-                self.tasks = st.units().min(self.threads * 8).max(1);
-            }
+            self.tasks = self.task_count(st.units());
         }
     }
 
@@ -1332,16 +1334,7 @@ impl TransposePlan {
                 unsafe { st.run((i, j), q.a, q.b, (s, e), &sc, m, copy, !unstaged()) };
                 kernel::store_fence();
             };
-            if self.tasks <= 1 || self.run_inline() {
-                run(0, units);
-            } else {
-                let tasks = self.tasks;
-                on_threads(self.threads, || {
-                    (0..tasks)
-                        .into_par_iter()
-                        .for_each(|t| run(units * t / tasks, units * (t + 1) / tasks));
-                });
-            }
+            self.run_tasks(units, run);
             return;
         }
         // Streamed tile rows must be whole cache lines. User arrays are often only 16-byte
@@ -1412,6 +1405,12 @@ impl TransposePlan {
                 kernel::store_fence();
             }
         };
+        self.run_tasks(units, run);
+    }
+
+    /// Runs `units` units of the loop nest as `run(start, end)` ranges: one range on the
+    /// calling thread, or the plan's tasks (equal ranges) on its threads.
+    fn run_tasks(&self, units: usize, run: impl Fn(usize, usize) + Sync) {
         if self.tasks <= 1 || self.run_inline() {
             run(0, units);
             return;

@@ -165,13 +165,9 @@ fn schemas_for(p: &GpuProblem) -> Vec<Schema> {
 /// Whether the 2x2-block form of a transposition is ranked before the element-wise form
 /// ([`TtlgPlan::ranked`]); `same_schema`: Alg. 1 gives both forms the same schemas.
 ///
-/// Measured on an H200 (`docs/BENCHMARKS.md`, "GPU transpositions: an H200, 2026-11-27"):
-/// where halving the fastest dims tips f32 from Orthogonal-Distinct to
-/// Orthogonal-Arbitrary (TTC cases 34, 35, 37, 39, 49 and 50), measured tuning chose the
-/// blocked Orthogonal-Arbitrary plan every time, at 0.70-0.83 of copy bandwidth against
-/// 0.49-0.61 for the element-wise plan the model ranked first. In f64 it went both ways
-/// (blocked for 34 and 37, element-wise for the other four; the blocked f64 OA kernels
-/// spill 28-120 bytes of registers), so f64 keeps the schema rule.
+/// Where halving the fastest dims tips f32 from Orthogonal-Distinct to Orthogonal-Arbitrary,
+/// measured tuning chose the blocked plan every time; f64 went both ways (its blocked OA
+/// kernels spill registers), so f64 keeps the schema rule (`docs/TUNING.md`, `blocked_first`).
 ///
 /// ```
 /// use ttgt::backend::cuda::ttlg::blocked_first;

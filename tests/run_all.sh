@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test: the Rust suite (unit, property, error-table, CLI, numpy comparison) and the
 # Python package's (pytest: numpy, opt_einsum and PySCF comparisons). Sets up what it needs:
-# a virtual environment (TTGT_VENV, default .venv) with numpy, pytest, opt_einsum, PySCF and mypy,
+# a virtual environment (TTGT_VENV, default .venv) with numpy, pytest, opt_einsum, PySCF, Dask and mypy,
 # and the package built from this checkout. Takes about 12 minutes on 2 cores from scratch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +22,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 py="$PWD/$venv/bin/python"
 "$py" -m pip install --quiet --upgrade pip
-"$py" -m pip install --quiet numpy pytest opt_einsum pyscf mypy
+"$py" -m pip install --quiet numpy pytest opt_einsum pyscf mypy "dask[array,distributed]"
 echo "== building and installing the Python package (maturin, release)"
 "$py" -m pip install --quiet .
 
@@ -35,7 +35,7 @@ PATH="$PWD/$venv/bin:$PATH" TTGT_REQUIRE_NUMPY=1 cargo test 2>&1 | tee "$logs/ca
 bash .ci/expect_tests.sh cargo "$logs/cargo.log"
 
 echo "== mypy src/python/ttgt, the GPU peer harness"
-"$py" -m mypy --ignore-missing-imports src/python/ttgt benches/gpu_peers.py benches/python/gpu_compare.py
+"$py" -m mypy --ignore-missing-imports src/python/ttgt benches/gpu_peers.py benches/python/gpu_compare.py benches/python/dask_einsum.py
 
 echo "== pytest tests/python"
 (cd tests/python && TTGT_REQUIRE_PEERS=1 "$py" -m pytest -q -p no:cacheprovider .) \

@@ -380,6 +380,17 @@ fn release_workspace() -> usize {
     crate::tensor::release_workspace()
 }
 
+/// Bytes of finished workspace buffers kept for later calls; sets the bound first when
+/// `bytes` is given (0 keeps none; buffers beyond the new bound are freed now).
+#[pyfunction]
+#[pyo3(signature = (bytes=None))]
+fn workspace_retention(bytes: Option<usize>) -> usize {
+    if let Some(b) = bytes {
+        crate::tensor::set_workspace_retention(b);
+    }
+    crate::tensor::workspace_retention()
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(einsum_into, m)?)?;
     m.add_function(wrap_pyfunction!(einsum_new, m)?)?;
@@ -391,5 +402,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cpu_count, m)?)?;
     m.add_function(wrap_pyfunction!(calibrate, m)?)?;
     m.add_function(wrap_pyfunction!(release_workspace, m)?)?;
+    m.add_function(wrap_pyfunction!(workspace_retention, m)?)?;
     Ok(())
 }

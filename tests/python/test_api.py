@@ -237,3 +237,17 @@ def test_calibrate_checks_its_arguments():
 def test_release_workspace_returns_bytes(rng):
     ttgt.einsum("abc,cbd->ad", rng.standard_normal((30, 20, 40)), rng.standard_normal((40, 20, 30)))
     assert ttgt.release_workspace() >= 0
+
+
+def test_workspace_retention_bounds_the_pool(rng):
+    old = ttgt.workspace_retention()
+    try:
+        assert ttgt.workspace_retention(0) == 0
+        a, b = rng.standard_normal((30, 20, 40)), rng.standard_normal((40, 20, 30))
+        want = np.einsum("abc,cbd->ad", a, b)
+        np.testing.assert_allclose(ttgt.einsum("abc,cbd->ad", a, b), want, rtol=1e-12)
+        assert ttgt.release_workspace() == 0  # nothing was kept
+        with pytest.raises(ValueError):
+            ttgt.workspace_retention(-1)
+    finally:
+        assert ttgt.workspace_retention(old) == old

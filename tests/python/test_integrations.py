@@ -5,26 +5,15 @@ command and CI) a missing one fails the run instead of skipping."""
 
 from __future__ import annotations
 
-import importlib
-import os
 
 import numpy as np
 import pytest
 import ttgt
-from conftest import assert_close
-
-
-def _need(name: str):
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        if os.environ.get("TTGT_REQUIRE_PEERS") == "1":
-            raise
-        pytest.skip(f"{name} is not installed")
+from conftest import assert_close, need
 
 
 def test_opt_einsum_backend(rng):
-    oe = _need("opt_einsum")
+    oe = need("opt_einsum")
     ops = [rng.standard_normal(s) for s in [(6, 7), (7, 8, 9), (9, 5), (8, 5)]]
     spec = "ij,jkl,lm,km->i"
     got = oe.contract(spec, *ops, backend="ttgt")
@@ -35,7 +24,7 @@ def test_opt_einsum_backend(rng):
 
 @pytest.fixture(scope="module")
 def water():
-    _need("pyscf")
+    need("pyscf")
     from pyscf import gto, scf
 
     mol = gto.M(atom="O 0 0 0; H 0 -0.757 0.587; H 0 0.757 0.587", basis="6-31g", verbose=0)
@@ -75,7 +64,7 @@ def test_pyscf_energies_equal_pyscfs_own(water):
 
 
 def test_pyscf_install_and_uninstall_restore():
-    _need("pyscf")
+    need("pyscf")
     import ttgt.pyscf as tp
     from pyscf import lib
     from pyscf.cc import gintermediates
@@ -89,7 +78,7 @@ def test_pyscf_install_and_uninstall_restore():
 
 
 def test_pyscf_contract_semantics(rng):
-    _need("pyscf")
+    need("pyscf")
     import ttgt.pyscf as tp
     from pyscf.lib import numpy_helper
 

@@ -38,6 +38,7 @@ __all__ = [
     "set_num_threads",
     "tensordot",
     "transpose",
+    "workspace_retention",
 ]
 
 
@@ -55,6 +56,22 @@ def calibrate(parts: str = "all", threads: Optional[int] = None, store: bool = T
 def release_workspace() -> int:
     """Frees the workspace buffers ttgt keeps for later calls; returns the bytes freed."""
     return int(_ttgt.release_workspace())
+
+
+def workspace_retention(nbytes: Optional[int] = None) -> int:
+    """Bytes of finished workspace buffers (packed operands, GEMM temporaries) ttgt keeps
+    for later calls; with ``nbytes``, sets that bound first (0 keeps none; buffers beyond it
+    are freed now). The default is 1/8 of physical memory, at most 4 GiB.
+
+    >>> import ttgt
+    >>> old = ttgt.workspace_retention()
+    >>> ttgt.workspace_retention(1 << 20)
+    1048576
+    >>> _ = ttgt.workspace_retention(old)
+    """
+    if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0):
+        raise ValueError(f"the retention must be a non-negative int of bytes, not {nbytes!r}")
+    return int(_ttgt.workspace_retention(nbytes))
 
 
 _from_environment()

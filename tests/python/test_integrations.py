@@ -5,7 +5,6 @@ command and CI) a missing one fails the run instead of skipping."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 import ttgt

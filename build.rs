@@ -1,11 +1,35 @@
-//! Build script. Only with feature `cuda-emu`: compiles the CUDA kernels of `kernels/` as
-//! C++ together with the CPU emulator (`kernels/emu/`), for tests that run the GPU kernels
-//! without a GPU. The default build needs no C++ compiler.
+//! Build script. Records the git commit the crate is built from (`TTGT_GIT_COMMIT`, for the
+//! provenance of benchmark records; "unknown" outside a git checkout). With feature
+//! `cuda-emu`: compiles the CUDA kernels of `kernels/` as C++ together with the CPU emulator
+//! (`kernels/emu/`), for tests that run the GPU kernels without a GPU. The default build
+//! needs no C++ compiler.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    git_commit();
     #[cfg(feature = "cuda-emu")]
     emu::build();
+}
+
+/// `TTGT_GIT_COMMIT`: the checked-out commit (edits not yet committed are not marked);
+/// rerun when HEAD or the current branch moves.
+fn git_commit() {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let commit = git(&["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
+        println!("cargo:rerun-if-changed={dir}/HEAD");
+        if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            println!("cargo:rerun-if-changed={dir}/{r}");
+        }
+    }
+    println!("cargo:rustc-env=TTGT_GIT_COMMIT={commit}");
 }
 
 #[cfg(feature = "cuda-emu")]

@@ -858,12 +858,27 @@ fn bench_transpose_json() {
         "--threads",
         "1",
         "--repeat",
-        "1",
+        "3",
         "--json",
     ]);
     let lines = json_lines(&out);
     assert_eq!(lines.len(), 6 + 1);
+    // every record, the summary too, says where and with what it ran
+    for record in &lines {
+        let p = &record["provenance"];
+        assert_eq!(p["ttgt_version"], env!("CARGO_PKG_VERSION"));
+        assert!(p["cores"].as_u64().unwrap() >= 1);
+        for key in ["cpu_model", "memory_bytes", "commit", "os", "date"] {
+            assert!(p.get(key).is_some(), "missing provenance {key} in {record}");
+        }
+    }
     for case in &lines[..6] {
+        assert_eq!(case["samples"], 3);
+        let (min, median) = (
+            case["seconds"].as_f64().unwrap(),
+            case["median_seconds"].as_f64().unwrap(),
+        );
+        assert!(min > 0.0 && min <= median, "{case}");
         for key in [
             "case",
             "perm",
@@ -894,6 +909,40 @@ fn bench_transpose_json() {
     let bad = ttgt(&["bench", "transpose", "--all-perms", "9"]);
     assert_eq!(bad.status.code(), Some(2));
     assert_eq!(stderr(&bad).lines().count(), 1);
+}
+
+/// A reader that closes the pipe early (`ttgt ... | head -1`) ends the program quietly with
+/// status 0, not with an error about the write.
+#[test]
+fn closed_pipe_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ttgt"))
+        .args([
+            "bench",
+            "transpose",
+            "--all-perms",
+            "4",
+            "--extent",
+            "4",
+            "--threads",
+            "1",
+            "--repeat",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // the reader is gone: later lines hit a closed pipe
+    let out = child.wait_with_output().unwrap();
+    assert!(first.starts_with("ttgt bench transpose"), "{first}");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
 
 /// `ttgt calibrate --dry-run` measures and prints a profile without storing it.

@@ -155,6 +155,8 @@ pub struct ContractResult {
     pub threads: usize,
     /// Best execution time of the chosen plan.
     pub seconds: f64,
+    /// Every timed execution of the chosen plan (`samples.min == seconds`).
+    pub samples: super::Samples,
     /// Flops (TCCG convention).
     pub flops: f64,
     /// `(m, n, k)` of the same-size GEMM.
@@ -304,9 +306,13 @@ fn run_typed<T: Element>(case: &ContractCase, o: &ContractBenchOptions) -> Resul
     // executions of whichever was being timed during it.
     let mut best = vec![(f64::INFINITY, crate::StepTimes::default()); order.len()];
     let mut best_lib = [f64::INFINITY; GemmLibrary::ALL.len()];
+    let mut chosen_times = Vec::with_capacity(o.repeat.max(1));
     for _ in 0..o.repeat.max(1) {
-        for (slot, &i) in best.iter_mut().zip(&order) {
+        for (k, (slot, &i)) in best.iter_mut().zip(&order).enumerate() {
             let (s, st) = run(&mut plan, i)?;
+            if k == 0 {
+                chosen_times.push(s);
+            }
             if s < slot.0 {
                 *slot = (s, st);
             }
@@ -354,6 +360,7 @@ fn run_typed<T: Element>(case: &ContractCase, o: &ContractBenchOptions) -> Resul
         dtype: T::DTYPE,
         threads: o.threads,
         seconds,
+        samples: super::Samples::of(&chosen_times),
         flops: plan.flops(),
         gemm_mnk: (m, n, k),
         gemm_reference_seconds: reference.0,

@@ -7,6 +7,7 @@ mod inplace;
 mod networks;
 #[cfg(feature = "hptt")]
 mod peer_hptt;
+mod provenance;
 mod qc;
 mod qc_candidates;
 mod transpose;
@@ -20,6 +21,7 @@ pub use inplace::{bench_inplace, inplace_cases, InPlaceBenchOptions, InPlaceCase
 pub use networks::{
     bench_network, parse_networks, NetworkBenchOptions, NetworkCase, NetworkResult, NETWORKS_TSV,
 };
+pub use provenance::{Provenance, Samples};
 pub use qc::{bench_qc, parse_qc, MachineLimits, QcBenchOptions, QcCase, QcResult, QcRun, QC_TSV};
 pub use qc_candidates::qc_candidates;
 pub use transpose::{bench_transpose, TransposeBenchOptions, TransposeResult};

@@ -54,6 +54,8 @@ pub struct TransposeResult {
     pub dtype: DType,
     /// Best execution time (repeated use: plan made beforehand).
     pub seconds: f64,
+    /// Every timed execution (`samples.min == seconds`).
+    pub samples: super::Samples,
     /// Time of plan creation plus one execution (single use).
     pub single_use_seconds: f64,
     /// Plan creation time.
@@ -119,7 +121,7 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
     // B's memory: same pages, same huge-page backing, same thread count; its bandwidth counts
     // the bytes it reads and writes) and the peer, so that the best of each comes from the
     // same spells of a shared machine's memory bandwidth.
-    let (mut best, mut copy) = (f64::INFINITY, f64::INFINITY);
+    let (mut times, mut copy) = (Vec::with_capacity(o.repeat.max(1)), f64::INFINITY);
     #[cfg(feature = "hptt")]
     let mut peer = f64::INFINITY;
     for _ in 0..o.repeat.max(1) {
@@ -127,7 +129,7 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
         let mut bv = StridedViewMut::from_slice(&mut b, lb.clone(), ob)?;
         let t = Instant::now();
         plan.execute(alpha, &av, beta, &mut bv)?;
-        best = best.min(t.elapsed().as_secs_f64());
+        times.push(t.elapsed().as_secs_f64());
         copy = copy.min(best_copy_seconds_on(
             &a[oa..oa + n],
             &mut b[ob..ob + n],
@@ -162,6 +164,8 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
     let hptt_seconds = Some(peer);
     #[cfg(not(feature = "hptt"))]
     let hptt_seconds = None;
+    let samples = super::Samples::of(&times);
+    let best = samples.min;
     let gbps = bytes as f64 / best / 1e9;
     let copy_gbps = (2 * n * T::DTYPE.size_bytes()) as f64 / copy / 1e9;
     Ok(TransposeResult {
@@ -170,6 +174,7 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
         sizes: case.sizes.clone(),
         dtype: T::DTYPE,
         seconds: best,
+        samples,
         single_use_seconds,
         plan_seconds,
         gbps,

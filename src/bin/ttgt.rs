@@ -307,12 +307,30 @@ pub enum Outcome {
     CheckFailed,
 }
 
-/// Writes `text` and a newline to stdout.
+/// Writes `text` and a newline to stdout. A closed pipe (`ttgt ... | head -1`) ends the
+/// program quietly, with status 0, as other command-line tools do.
 pub fn say(text: &str) -> CliResult<()> {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}")
-        .and_then(|()| out.flush())
-        .map_err(|e| CliError::new(format!("cannot write to stdout: {e}")))
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        r => r.map_err(|e| CliError::new(format!("cannot write to stdout: {e}"))),
+    }
+}
+
+/// Writes one JSON record of a benchmark on one line, with the run's provenance added under
+/// `"provenance"` (CPU model, cores, memory, ttgt version and commit, OS, date), so that
+/// records from two machines or builds can be compared field by field.
+pub fn say_record(mut record: serde_json::Value) -> CliResult<()> {
+    static STAMP: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    let stamp = STAMP.get_or_init(|| {
+        let p = ttgt::bench::Provenance::current();
+        serde_json::json!({"cpu_model": p.cpu_model, "cores": p.cores, "memory_bytes": p.memory_bytes,
+            "ttgt_version": p.version, "commit": p.commit, "os": p.os, "date": p.date})
+    });
+    if let serde_json::Value::Object(m) = &mut record {
+        m.insert("provenance".into(), stamp.clone());
+    }
+    say(&record.to_string())
 }
 
 /// Runs `ttgt contract`, in a thread pool of `--threads` threads when asked.

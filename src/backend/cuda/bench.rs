@@ -30,9 +30,18 @@ const CALLS_PER_SAMPLE: usize = 4;
 
 /// Repeated-use time: after one untimed call, the best of `repeat` samples, each the mean
 /// device time of [`CALLS_PER_SAMPLE`] back-to-back calls between two CUDA events.
-fn best(dev: &Device, repeat: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+fn best(dev: &Device, repeat: usize, f: impl FnMut() -> Result<()>) -> Result<f64> {
+    Ok(sampled(dev, repeat, f)?.min)
+}
+
+/// The samples behind [`best`]: `repeat` of them, each the mean of its calls.
+fn sampled(
+    dev: &Device,
+    repeat: usize,
+    mut f: impl FnMut() -> Result<()>,
+) -> Result<crate::bench::Samples> {
     f()?;
-    let mut b = f64::INFINITY;
+    let mut times = Vec::with_capacity(repeat.max(1));
     for _ in 0..repeat.max(1) {
         let t = dev.time_on_stream(|| {
             for _ in 0..CALLS_PER_SAMPLE {
@@ -40,9 +49,9 @@ fn best(dev: &Device, repeat: usize, mut f: impl FnMut() -> Result<()>) -> Resul
             }
             Ok(())
         })?;
-        b = b.min(t / CALLS_PER_SAMPLE as f64);
+        times.push(t / CALLS_PER_SAMPLE as f64);
     }
-    Ok(b)
+    Ok(crate::bench::Samples::of(&times))
 }
 
 /// Seconds of the best of `repeat` device-to-device copies of `bytes` bytes.
@@ -185,26 +194,27 @@ impl<'d> TransposeBench<'d> {
             }
         };
         let plan_seconds = t0.elapsed().as_secs_f64();
-        let (single, seconds) = if schema.is_none() {
+        let (single, samples) = if schema.is_none() {
             dev.clear_plan_cache();
             let single = timed(dev, || {
                 dev.permute_into(&case.perm, T::one(), da, beta, &mut db)
             })?;
-            let seconds = best(dev, repeat, || {
+            let samples = sampled(dev, repeat, || {
                 dev.permute_into(&case.perm, T::one(), da, beta, &mut db)
             })?;
-            (single, seconds)
+            (single, samples)
         } else {
             let t0 = Instant::now();
             let p = dev.prepare(&plan)?;
             dev.run_prepared(&p, T::one(), da, beta, &mut db)?;
             dev.synchronize()?;
             let single = t0.elapsed().as_secs_f64() + plan_seconds;
-            let seconds = best(dev, repeat, || {
+            let samples = sampled(dev, repeat, || {
                 dev.run_prepared(&p, T::one(), da, beta, &mut db)
             })?;
-            (single, seconds)
+            (single, samples)
         };
+        let seconds = samples.min;
         let bytes = da.len() * T::DTYPE.size_bytes();
         let moved = if plain { 2 * bytes } else { 3 * bytes };
         let copy = self.copy(bytes, repeat)?;
@@ -216,6 +226,7 @@ impl<'d> TransposeBench<'d> {
             sizes: case.sizes.clone(),
             dtype: T::DTYPE,
             seconds,
+            samples,
             single_use_seconds: single,
             plan_seconds,
             gbps,

@@ -18,7 +18,7 @@ use ttgt::transpose::Tuning;
 use ttgt::DType;
 
 use crate::error::{CliError, CliResult};
-use crate::say;
+use crate::{say, say_record};
 
 /// What to benchmark.
 #[derive(Subcommand, Debug)]
@@ -79,7 +79,8 @@ pub struct InplaceArgs {
     /// Timed executions of each measurement; the best is reported.
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub repeat: usize,
-    /// One JSON object per case, one per line.
+    /// One JSON object per case, one per line; each carries
+    /// `provenance` (CPU model, cores, memory, ttgt version and commit, OS, date).
     #[arg(long)]
     pub json: bool,
 }
@@ -132,14 +133,13 @@ pub fn inplace(a: &InplaceArgs) -> CliResult<()> {
     for c in &list {
         let r = bench_inplace(c, &o)?;
         if a.json {
-            say(&json!({
+            say_record(json!({
                 "m": c.m, "n": c.n, "chunk": c.chunk, "threads": r.threads, "dtype": dtype.name(),
                 "method": r.method, "cycles": r.cycles, "seconds": r.seconds,
                 "ns_per_elem": r.ns_per_elem(), "copy_ns_per_elem": r.copy_ns_per_elem(),
                 "scale_ns_per_elem": r.scale_ns_per_elem(), "leader_share": r.leader_share(),
                 "leader_seconds": r.leader_seconds, "gbps": r.gbps(),
-            })
-            .to_string())?;
+            }))?;
         } else {
             say(&format!(
                 "{:>5} x {:<5} chunk {:<4} {:<8} {:>8} cycles {:>10.3} ms {:>7.3} ns/elem {:>7.2} GB/s  copy {:>7.3}  scale {:>7.3} ns/elem  vs copy {:>5.2}x  leaders {:>6.3} %",
@@ -203,7 +203,8 @@ pub struct TransposeArgs {
     /// and name parts.
     #[arg(long, value_name = "TEXT")]
     pub only: Option<String>,
-    /// One JSON object per case and one summary object, one per line.
+    /// One JSON object per case and one summary object, one per line; each carries
+    /// `provenance` (CPU model, cores, memory, ttgt version and commit, OS, date).
     #[arg(long)]
     pub json: bool,
     /// Backend: cpu or cuda (a device-to-device copy is the reference).
@@ -303,7 +304,8 @@ pub(crate) fn line(r: &TransposeResult) -> String {
 pub(crate) fn record(r: &TransposeResult) -> serde_json::Value {
     json!({
         "case": r.case, "perm": r.perm, "sizes": r.sizes, "dtype": r.dtype.name(),
-        "seconds": r.seconds, "gbps": r.gbps, "copy_gbps": r.copy_gbps, "ratio": r.ratio,
+        "seconds": r.seconds, "median_seconds": r.samples.median, "samples": r.samples.count,
+        "gbps": r.gbps, "copy_gbps": r.copy_gbps, "ratio": r.ratio,
         "predicted_seconds": r.predicted_seconds, "single_use_seconds": r.single_use_seconds,
         "plan_seconds": r.plan_seconds, "threads": r.threads, "fused_rank": r.fused_rank,
         "plan": r.plan, "hptt_seconds": r.hptt_seconds,
@@ -415,11 +417,11 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
         let r = bench_transpose(c, &o)?;
         all.add(&r);
         by_rank.entry(r.fused_rank).or_default().add(&r);
-        say(&if a.json {
-            record(&r).to_string()
+        if a.json {
+            say_record(record(&r))
         } else {
-            line(&r)
-        })?;
+            say(&line(&r))
+        }?;
     }
     let (mean, min, geo, mare) = all.summary();
     let versus = all.versus_hptt();
@@ -431,9 +433,11 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
                 json!({"fused_rank": k, "cases": s.ratios.len(), "mean_ratio": m, "min_ratio": mn, "geomean_gbps": g, "model_mare": e})
             })
             .collect();
-        say(&json!({"summary": true, "cases": list.len(), "dtype": dtype.name(), "threads": threads,
+        say_record(
+            json!({"summary": true, "cases": list.len(), "dtype": dtype.name(), "threads": threads,
             "mean_ratio": mean, "min_ratio": min, "geomean_gbps": geo, "model_mare": mare, "by_fused_rank": groups,
-            "faster_than_hptt": versus.map(|v| v.0), "geomean_speedup_vs_hptt": versus.map(|v| v.2)}).to_string())?;
+            "faster_than_hptt": versus.map(|v| v.0), "geomean_speedup_vs_hptt": versus.map(|v| v.2)}),
+        )?;
     } else {
         if a.all_perms.is_some() {
             for (k, s) in &by_rank {

@@ -13,7 +13,7 @@ use ttgt::bench::{
 use ttgt::DType;
 
 use crate::error::{CliError, CliResult};
-use crate::say;
+use crate::{say, say_record};
 
 /// Arguments of `ttgt bench contract`.
 #[derive(Args, Debug)]
@@ -61,7 +61,8 @@ pub struct ContractBenchArgs {
     /// qc table, case ids or runs (`water/cc-pvtz`).
     #[arg(long, value_name = "IDS")]
     pub only: Option<String>,
-    /// One JSON object per case and one summary object, one per line.
+    /// One JSON object per case and one summary object, one per line; each carries
+    /// `provenance` (CPU model, cores, memory, ttgt version and commit, OS, date).
     #[arg(long)]
     pub json: bool,
     /// cpu, or cuda (the GPU contraction beside a cuBLAS GEMM; needs the `cuda` feature and a
@@ -83,7 +84,8 @@ fn record(r: &ContractResult) -> serde_json::Value {
     json!({
         "case": r.case, "spec": r.spec, "dtype": r.dtype.name(), "threads": r.threads,
         "extents": r.extents.iter().map(|(k, v)| (k.to_string(), *v)).collect::<std::collections::BTreeMap<_, _>>(),
-        "seconds": r.seconds, "gflops": r.gflops(), "gemm_gflops": r.gemm_gflops(),
+        "seconds": r.seconds, "median_seconds": r.samples.median, "samples": r.samples.count,
+        "gflops": r.gflops(), "gemm_gflops": r.gemm_gflops(),
         "ratio": r.ratio(), "transpose_seconds": r.transpose_seconds, "gemm_seconds": r.gemm_seconds,
         "predicted_seconds": r.predicted_seconds, "plan": r.plan,
         "gemm_mnk": [r.gemm_mnk.0, r.gemm_mnk.1, r.gemm_mnk.2],
@@ -198,11 +200,11 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
         if let Some(g) = r.regret() {
             regrets.push(g);
         }
-        say(&if a.json {
-            record(&r).to_string()
+        if a.json {
+            say_record(record(&r))
         } else {
-            line(&r)
-        })?;
+            say(&line(&r))
+        }?;
     }
     let n = ratios.len() as f64;
     let mean = ratios.iter().sum::<f64>() / n;
@@ -211,9 +213,11 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
     let within20 = errs.iter().filter(|&&e| e < 0.2).count();
     let low_regret = regrets.iter().filter(|&&g| g < 0.1).count();
     if a.json {
-        say(&json!({"summary": true, "cases": list.len(), "dtype": dtype.name(), "threads": threads,
+        say_record(
+            json!({"summary": true, "cases": list.len(), "dtype": dtype.name(), "threads": threads,
             "mean_ratio": mean, "min_ratio": min, "model_mare": mare, "model_within_20pct": within20,
-            "regret_cases": regrets.len(), "regret_under_10pct": low_regret}).to_string())?;
+            "regret_cases": regrets.len(), "regret_under_10pct": low_regret}),
+        )?;
     } else {
         let mut s = format!(
             "summary: {} cases  mean ratio to same-size GEMM {mean:.3}  min {min:.3}  model mean abs rel error {:.1} % ({within20} cases under 20 %)",

@@ -10,7 +10,7 @@ use ttgt::bench::{
 use ttgt::DType;
 
 use crate::error::{CliError, CliResult};
-use crate::say;
+use crate::{say, say_record};
 
 /// Arguments of `ttgt bench networks`.
 #[derive(Args, Debug)]
@@ -31,7 +31,8 @@ pub struct NetworkBenchArgs {
     /// Run only these networks (comma list of names).
     #[arg(long, value_name = "NAMES")]
     pub only: Option<String>,
-    /// One JSON object per network and one summary object, one per line.
+    /// One JSON object per network and one summary object, one per line; each carries
+    /// `provenance` (CPU model, cores, memory, ttgt version and commit, OS, date).
     #[arg(long)]
     pub json: bool,
 }
@@ -75,10 +76,10 @@ pub fn networks(a: &NetworkBenchArgs) -> CliResult<()> {
         let r = bench_network(c, &o)?;
         ratios.push(r.ratio());
         speedups.push(r.left_speedup());
-        say(&if a.json {
-            record(&r).to_string()
+        if a.json {
+            say_record(record(&r))
         } else {
-            format!(
+            say(&            format!(
                 "{:<13} {:<32} {:>9.3} ms {:>7.1} GFLOP/s  ratio to same-size GEMMs {:>5.2}  left to right {:>9.3} ms ({:.2}x)",
                 r.case,
                 r.spec,
@@ -87,15 +88,17 @@ pub fn networks(a: &NetworkBenchArgs) -> CliResult<()> {
                 r.ratio(),
                 r.left_seconds * 1e3,
                 r.left_speedup()
-            )
-        })?;
+            ))
+        }?;
     }
     let n = ratios.len() as f64;
     let mean = ratios.iter().sum::<f64>() / n;
     let geo = (speedups.iter().map(|s| s.ln()).sum::<f64>() / n).exp();
     if a.json {
-        say(&json!({"summary": true, "cases": list.len(), "dtype": dtype.name(), "threads": threads,
-            "mean_ratio": mean, "geomean_left_speedup": geo}).to_string())?;
+        say_record(
+            json!({"summary": true, "cases": list.len(), "dtype": dtype.name(), "threads": threads,
+            "mean_ratio": mean, "geomean_left_speedup": geo}),
+        )?;
     } else {
         say(&format!(
             "summary: {} networks  mean ratio to same-size GEMMs {mean:.3}  geometric-mean speed-up over left to right {geo:.2}x",

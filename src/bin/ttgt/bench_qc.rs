@@ -11,7 +11,7 @@ use ttgt::bench::{parse_qc, MachineLimits, QcBenchOptions, QcCase, QcResult, QcR
 
 use crate::bench_contract::ContractBenchArgs;
 use crate::error::{CliError, CliResult};
-use crate::say;
+use crate::{say, say_record};
 
 /// How long the bench waits after numpy's calls before timing ttgt on several threads: the
 /// spin-wait of OpenBLAS's idle workers (`OPENBLAS_THREAD_TIMEOUT`'s default, 2^28 cycles, is
@@ -243,8 +243,8 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
             t[7] += f64::from(u8::from(*g < 0.10));
         }
         if a.json {
-            say(
-                &json!({"case": c.name, "workload": c.workload, "spec": c.spec,
+            say_record(
+                json!({"case": c.name, "workload": c.workload, "spec": c.spec,
                 "shapes": c.shapes, "strides": c.strides, "dtype": c.dtype.name(),
                 "calls": c.calls, "threads": threads, "seconds": r.seconds,
                 "first_seconds": r.first_seconds, "flops": r.flops, "bytes": r.bytes,
@@ -253,8 +253,7 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
                 "numpy": peer_of(c).map(|(way, s, first)| json!({"way": way, "seconds": s, "first_seconds": first})),
                 "regret": regret_of(c).map(|(g, _)| *g),
                 "candidates": regret_of(c).map(|(_, t)| t.iter().map(|x| json!({"plan": x.summary,
-                    "predicted_seconds": x.predicted, "seconds": x.seconds})).collect::<Vec<_>>())})
-                .to_string(),
+                    "predicted_seconds": x.predicted, "seconds": x.seconds})).collect::<Vec<_>>())}),
             )?;
         } else {
             let np_s = np.map_or_else(|| "        -".to_string(), |n| format!("{:>9.1}", n * 1e6));
@@ -283,15 +282,14 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
     for (w, t) in &totals {
         let n = distinct_per_run(w);
         if a.json {
-            say(
-                &json!({"summary": true, "workload": w, "threads": threads, "cases": n,
+            say_record(
+                json!({"summary": true, "workload": w, "threads": threads, "cases": n,
                 "calls": t[4], "seconds": t[0], "numpy_seconds": t[1], "bound_seconds": t[2],
                 "speedup_over_numpy": t[1] / t[0], "of_bound": t[2] / t[0],
                 "numpy_of_bound": t[2] / t[1], "not_slower_than_numpy": t[5],
                 "first_over_repeated": t[3] / t[4],
                 "regret_cases": t[6], "regret_under_10pct": t[7],
-                "gemm_gflops": limits.gemm_flops / 1e9, "copy_gbs": limits.copy_bytes / 1e9})
-                .to_string(),
+                "gemm_gflops": limits.gemm_flops / 1e9, "copy_gbs": limits.copy_bytes / 1e9}),
             )?;
         } else {
             say(&format!(

@@ -83,8 +83,9 @@ Random mode (--sizes: random operands, timed; every index letter needs a size):
   explain (the plan text with --explain, else null).
 
 --check compares with the plain-loop reference engine (computed in double precision):
-every element when the iteration space has at most 2e7 points, otherwise 2000 sampled
-output elements. The error of an element is |got - want| / (|alpha| * sum over the summed
+every element when the iteration space has at most 2e7 points; beyond that, for 3+ operands,
+every element with the reference computed pairwise along the path (and a few elements over the
+whole iteration space), otherwise 2000 sampled output elements. The error of an element is |got - want| / (|alpha| * sum over the summed
 terms of |product| + |beta| * |C_in|); it must not exceed 1e-10 (f64, c64) or 1e-3 (f32,
 c32). On failure the exit status is 1.";
 

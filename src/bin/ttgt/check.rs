@@ -10,7 +10,8 @@ use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn};
 use num_complex::Complex64;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use ttgt::einsum::BoundSpec;
+use ttgt::einsum::{parse, BoundSpec};
+use ttgt::plan::ContractionPath;
 use ttgt::reference;
 use ttgt::tensor::{StridedView, StridedViewMut};
 use ttgt::{DType, Element};
@@ -24,6 +25,9 @@ use crate::scalar::Scalar;
 const FULL_CHECK_POINTS: usize = 20_000_000;
 /// Number of output elements compared when sampling.
 const SAMPLES: usize = 2000;
+/// Products the plain-loop reference may spend on the elements it samples beside a reference
+/// computed along a path (a check of the path's own steps).
+const SAMPLED_PRODUCTS: usize = 10_000_000;
 
 /// What to check: `got == alpha * einsum(operands) + beta * c0`.
 pub struct CheckJob<'a, T> {
@@ -41,6 +45,11 @@ pub struct CheckJob<'a, T> {
     pub got: &'a ArrayD<T>,
     /// Seed of the sampled element positions.
     pub seed: u64,
+    /// The path of a 3+ operand result: when the whole iteration space is too large to
+    /// compute, the reference follows it (every output element compared, at about the cost
+    /// of the contraction in plain loops), and a few elements are also computed over the
+    /// whole iteration space.
+    pub path: Option<&'a ContractionPath>,
 }
 
 /// The largest error and where it occurred.
@@ -217,9 +226,10 @@ fn check_in<T: Element, W: Element>(job: &CheckJob<'_, T>) -> CliResult<CheckRep
         .iter()
         .map(|a| widen(a, |x: T| W::from_f64(x.abs_f64())))
         .collect();
+    let (arrays, abs_arrays) = (&values, &abs);
     let (values, abs) = (
-        spec_views(job.bound, &values)?,
-        spec_views(job.bound, &abs)?,
+        spec_views(job.bound, arrays)?,
+        spec_views(job.bound, abs_arrays)?,
     );
     let mut cmp = Comparer {
         alpha: job.alpha.to::<W>(),
@@ -236,7 +246,32 @@ fn check_in<T: Element, W: Element>(job: &CheckJob<'_, T>) -> CliResult<CheckRep
     };
     let parts = |x: T| (x.re(), x.im());
     let c0_at = |idx: &[usize]| job.c0.map(|c| to_w(c[idx]));
-    if job.bound.iteration_points() <= FULL_CHECK_POINTS {
+    let large = job.bound.iteration_points() > FULL_CHECK_POINTS;
+    let along = job
+        .path
+        .filter(|p| large && p.stretched().iter().all(|s| s.iter().all(|&x| !x)));
+    if let Some(path) = along {
+        let sums = path_reference(path, arrays.clone())?;
+        let abs_sums = path_reference(path, abs_arrays.clone())?;
+        for (idx, &g) in job.got.indexed_iter() {
+            let i = idx.slice();
+            cmp.add(i, parts(g), sums[i], abs_sums[i], c0_at(i));
+        }
+        let summed = job.bound.iteration_points() / job.got.len().max(1);
+        let n = (SAMPLED_PRODUCTS / summed.max(1)).clamp(1, SAMPLES);
+        for idx in sample_indices(job.got.shape(), job.seed)
+            .into_iter()
+            .take(n)
+        {
+            let (s, a) = (
+                reference::element(job.bound, &values, &idx),
+                reference::element(job.bound, &abs, &idx),
+            );
+            cmp.add(&idx, parts(job.got[&idx[..]]), s, a, c0_at(&idx));
+        }
+        // those elements were compared already along the path
+        cmp.report.elements = job.got.len();
+    } else if !large {
         let sums = full_reference(job.bound, &values)?;
         let abs_sums = full_reference(job.bound, &abs)?;
         for (idx, &g) in job.got.indexed_iter() {
@@ -253,6 +288,37 @@ fn check_in<T: Element, W: Element>(job: &CheckJob<'_, T>) -> CliResult<CheckRep
         }
     }
     Ok(cmp.report)
+}
+
+/// The plain-loop reference of a 3+ operand einsum computed pairwise along `path` (its
+/// intermediates in the wide type), over the whole output.
+fn path_reference<W: Element>(
+    path: &ContractionPath,
+    mut list: Vec<ArrayD<W>>,
+) -> CliResult<ArrayD<W>> {
+    for step in path.steps() {
+        // as the path runs: the pair's second operand leaves the list first
+        let (i, j) = step.pair;
+        let y = list.remove(j);
+        let x = list.remove(i);
+        let bound = parse(&step.spec)?.bind(&[x.shape(), y.shape()])?;
+        let mut out = zeros::<W>(&bound.output_shape(), "a reference intermediate")?;
+        let views = [StridedView::of(&x), StridedView::of(&y)];
+        reference::einsum_into(
+            &bound,
+            W::one(),
+            &views,
+            W::zero(),
+            &mut StridedViewMut::of(&mut out)?,
+        );
+        list.push(out);
+    }
+    match list.pop() {
+        Some(r) if list.is_empty() => Ok(r),
+        _ => Err(crate::error::CliError::new(
+            "the path did not end in one result",
+        )),
+    }
 }
 
 /// The reference contraction over the whole output.
@@ -293,6 +359,47 @@ mod tests {
         assert_eq!(distance((f64::INFINITY, 0.0), (f64::INFINITY, 0.0)), 0.0);
         assert_eq!(distance((f64::NAN, 0.0), (1.0, 0.0)), f64::INFINITY);
         assert_eq!(distance((3.0, 0.0), (0.0, 4.0)), 5.0);
+    }
+
+    /// A 3+ operand result too large to check whole is checked along its path, every element:
+    /// one wrong element is found.
+    #[test]
+    fn networks_are_checked_along_the_path() {
+        let n = 70; // 70^4 iteration points: more than FULL_CHECK_POINTS
+        let shapes: [&[usize]; 3] = [&[n, n], &[n, n], &[n, n]];
+        let ops: Vec<ArrayD<f64>> = (0..3)
+            .map(|k| {
+                ArrayD::from_shape_fn(IxDyn(shapes[k]), |i| {
+                    ((i[0] * 7 + i[1] * 3 + k) % 11) as f64 - 5.0
+                })
+            })
+            .collect();
+        let views: Vec<ArrayViewD<'_, f64>> = ops.iter().map(|a| a.view()).collect();
+        let path = ttgt::einsum_path("ij,jk,kl->il", &shapes, &Default::default()).unwrap();
+        let bound = parse("ij,jk,kl->il").unwrap().bind(&shapes).unwrap();
+        assert!(bound.iteration_points() > FULL_CHECK_POINTS);
+        let mut got = ArrayD::<f64>::zeros(IxDyn(&[n, n]));
+        ttgt::einsum_along_into(&path, 1.0, &views, 0.0, &mut got).unwrap();
+        let run = |got: &ArrayD<f64>| {
+            check(&CheckJob {
+                bound: &bound,
+                operands: views.clone(),
+                alpha: Scalar::real(1.0),
+                beta: Scalar::real(0.0),
+                c0: None,
+                got,
+                seed: 1,
+                path: Some(&path),
+            })
+            .unwrap()
+        };
+        let ok = run(&got);
+        assert!(ok.passed(), "{}", ok.line());
+        assert_eq!(ok.elements, n * n);
+        got[[41, 17]] += 1.0;
+        let bad = run(&got);
+        assert!(!bad.passed());
+        assert_eq!(bad.worst.unwrap().index, vec![41, 17]);
     }
 
     #[test]

@@ -265,6 +265,7 @@ fn check_result<T: Element>(
         beta: job.beta,
         c0,
         got,
+        path: None,
         seed: crate::random_mode::DEFAULT_SEED,
     })?;
     say(&report.line())?;

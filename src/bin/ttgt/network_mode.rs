@@ -74,6 +74,7 @@ fn run_typed<T: Element>(job: &Job<'_>) -> CliResult<Outcome> {
             beta: Scalar::real(0.0),
             c0: None,
             got: &result,
+            path: Some(&path),
             seed: job.seed,
         })?)
     } else {

@@ -253,6 +253,7 @@ fn run_typed<T: Element>(job: &Job<'_>) -> CliResult<Outcome> {
             beta: Scalar::real(0.0),
             c0: None,
             got: &c,
+            path: None,
             seed: job.seed,
         })?)
     } else {

@@ -32,6 +32,8 @@ mod file_mode;
 mod network_mode;
 #[path = "ttgt/npy.rs"]
 mod npy;
+#[path = "ttgt/progress.rs"]
+mod progress;
 #[path = "ttgt/random_mode.rs"]
 mod random_mode;
 #[path = "ttgt/report.rs"]

@@ -18,6 +18,7 @@ use ttgt::transpose::Tuning;
 use ttgt::DType;
 
 use crate::error::{CliError, CliResult};
+use crate::progress::Progress;
 use crate::{say, say_record};
 
 /// What to benchmark.
@@ -130,8 +131,11 @@ pub fn inplace(a: &InplaceArgs) -> CliResult<()> {
         ))?;
     }
     let (mut ratios, mut worst_share) = (Vec::new(), 0.0f64);
+    let progress = Progress::cases(list.len(), a.json);
     for c in &list {
+        progress.running(&format!("{} x {}", c.m, c.n));
         let r = bench_inplace(c, &o)?;
+        progress.inc();
         if a.json {
             say_record(json!({
                 "m": c.m, "n": c.n, "chunk": c.chunk, "threads": r.threads, "dtype": dtype.name(),
@@ -141,7 +145,7 @@ pub fn inplace(a: &InplaceArgs) -> CliResult<()> {
                 "leader_seconds": r.leader_seconds, "gbps": r.gbps(),
             }))?;
         } else {
-            say(&format!(
+            progress.say(&format!(
                 "{:>5} x {:<5} chunk {:<4} {:<8} {:>8} cycles {:>10.3} ms {:>7.3} ns/elem {:>7.2} GB/s  copy {:>7.3}  scale {:>7.3} ns/elem  vs copy {:>5.2}x  leaders {:>6.3} %",
                 c.m, c.n, c.chunk, r.method, r.cycles, r.seconds * 1e3, r.ns_per_elem(), r.gbps(),
                 r.copy_ns_per_elem(), r.scale_ns_per_elem(), r.ns_per_elem() / r.copy_ns_per_elem(),
@@ -155,6 +159,7 @@ pub fn inplace(a: &InplaceArgs) -> CliResult<()> {
             }
         }
     }
+    drop(progress);
     if !a.json && !ratios.is_empty() {
         let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
         let max = ratios.iter().copied().fold(0.0, f64::max);
@@ -413,16 +418,20 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
     }
     let mut all = Stats::default();
     let mut by_rank: BTreeMap<usize, Stats> = BTreeMap::new();
+    let progress = Progress::cases(list.len(), a.json);
     for c in &list {
+        progress.running(&c.name);
         let r = bench_transpose(c, &o)?;
         all.add(&r);
         by_rank.entry(r.fused_rank).or_default().add(&r);
         if a.json {
             say_record(record(&r))
         } else {
-            say(&line(&r))
+            progress.say(&line(&r))
         }?;
+        progress.inc();
     }
+    drop(progress);
     let (mean, min, geo, mare) = all.summary();
     let versus = all.versus_hptt();
     if a.json {
@@ -563,14 +572,39 @@ pub fn calibrate(a: &CalibrateArgs) -> CliResult<()> {
     } else {
         CalibrateParts::All
     };
+    let what = match parts {
+        CalibrateParts::All => "copy bandwidth, transposition factors and the GEMM model",
+        CalibrateParts::NoGemm | CalibrateParts::TransposeOnly => {
+            "copy bandwidth and transposition factors"
+        }
+        CalibrateParts::GemmOnly => "the GEMM model",
+        CalibrateParts::GemmConcurrencyOnly => "the slowdown of concurrent GEMM calls",
+    };
+    let target = if a.dry_run {
+        "printed, not stored (--dry-run)".to_string()
+    } else {
+        ttgt::model::Profile::path().map_or_else(
+            || "no cache directory: set TTGT_PROFILE".to_string(),
+            |p| format!("stored in {}", p.display()),
+        )
+    };
     // (threads, median spread of the GEMM samples between rounds)
-    let (p, spreads) = ttgt::backend::cpu::calibrate_machine(
-        parts,
-        a.mib.max(1) << 20,
-        threads,
-        a.gemm_mflop * 1e6,
-        probe,
-    )?;
+    let (p, spreads) = {
+        let _spinner = Progress::spinner(
+            &format!(
+                "calibrating {what} on {threads} thread(s) (the whole calibration takes minutes; \
+                 --no-gemm or --transpose-only less); the profile will be {target}"
+            ),
+            false,
+        );
+        ttgt::backend::cpu::calibrate_machine(
+            parts,
+            a.mib.max(1) << 20,
+            threads,
+            a.gemm_mflop * 1e6,
+            probe,
+        )?
+    };
     let copy = if measured_copy { &p.copy[..] } else { &[] };
     for w in load_warnings(copy, &spreads) {
         eprintln!("ttgt: warning: {w}");

@@ -13,6 +13,7 @@ use ttgt::bench::{
 use ttgt::DType;
 
 use crate::error::{CliError, CliResult};
+use crate::progress::Progress;
 use crate::{say, say_record};
 
 /// Arguments of `ttgt bench contract`.
@@ -193,7 +194,9 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
     let mut ratios = Vec::new();
     let mut errs = Vec::new();
     let mut regrets = Vec::new();
+    let progress = Progress::cases(list.len(), a.json);
     for c in &list {
+        progress.running(&c.name);
         let r = bench_contract(c, &o)?;
         ratios.push(r.ratio());
         errs.push((r.predicted_seconds - r.seconds).abs() / r.seconds);
@@ -203,9 +206,11 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
         if a.json {
             say_record(record(&r))
         } else {
-            say(&line(&r))
+            progress.say(&line(&r))
         }?;
+        progress.inc();
     }
+    drop(progress);
     let n = ratios.len() as f64;
     let mean = ratios.iter().sum::<f64>() / n;
     let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);

@@ -10,6 +10,7 @@ use ttgt::bench::{
 use ttgt::DType;
 
 use crate::error::{CliError, CliResult};
+use crate::progress::Progress;
 use crate::{say, say_record};
 
 /// Arguments of `ttgt bench networks`.
@@ -72,14 +73,16 @@ pub fn networks(a: &NetworkBenchArgs) -> CliResult<()> {
         scale: a.scale,
     };
     let (mut ratios, mut speedups) = (Vec::new(), Vec::new());
+    let progress = Progress::cases(list.len(), a.json);
     for c in &list {
+        progress.running(&c.name);
         let r = bench_network(c, &o)?;
         ratios.push(r.ratio());
         speedups.push(r.left_speedup());
         if a.json {
             say_record(record(&r))
         } else {
-            say(&            format!(
+            progress.say(&format!(
                 "{:<13} {:<32} {:>9.3} ms {:>7.1} GFLOP/s  ratio to same-size GEMMs {:>5.2}  left to right {:>9.3} ms ({:.2}x)",
                 r.case,
                 r.spec,
@@ -90,7 +93,9 @@ pub fn networks(a: &NetworkBenchArgs) -> CliResult<()> {
                 r.left_speedup()
             ))
         }?;
+        progress.inc();
     }
+    drop(progress);
     let n = ratios.len() as f64;
     let mean = ratios.iter().sum::<f64>() / n;
     let geo = (speedups.iter().map(|s| s.ln()).sum::<f64>() / n).exp();

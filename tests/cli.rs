@@ -706,6 +706,10 @@ fn bad_inputs() {
         ),
         (vec!["ij,jk", &a, &v, "--json"], vec!["--json", "--sizes"]),
         (
+            vec!["ij,jk", &a, &v, "--measure", "5"],
+            vec!["--measure", "--sizes"],
+        ),
+        (
             vec!["ij,jk", "--sizes", "i=2,j=2,k=2", "--alpha", "2"],
             vec!["--alpha"],
         ),
@@ -1444,4 +1448,44 @@ fn hyphen_specs_and_broadcast_letters() {
     assert_eq!(e.status.code(), Some(2));
     let msg = "index 'j' has extent 2 in operand 0 (axis 2) but 3 in operand 1 (axis 1)";
     assert!(stderr(&e).contains(msg), "{}", stderr(&e));
+}
+
+/// `--explain` with `--measure` says that measurement chose the plan and where the prediction
+/// ranked it; without `--measure`, that it is the best predicted.
+#[test]
+fn explain_says_how_the_plan_was_chosen() {
+    let sizes = "a=24,b=8,c=24,d=24";
+    let measured = ok(&[
+        "contract",
+        "abc,cbd->ad",
+        "--sizes",
+        sizes,
+        "--measure",
+        "20",
+        "--explain",
+        "--repeat",
+        "1",
+    ]);
+    let head = measured.lines().nth(1).unwrap_or_default();
+    assert!(
+        head.contains("chosen (fastest measured, ") && head.contains(" by prediction)"),
+        "{measured}"
+    );
+    let modelled = ok(&[
+        "contract",
+        "abc,cbd->ad",
+        "--sizes",
+        sizes,
+        "--explain",
+        "--repeat",
+        "1",
+    ]);
+    assert!(
+        modelled
+            .lines()
+            .nth(1)
+            .unwrap_or_default()
+            .contains(", best predicted): "),
+        "{modelled}"
+    );
 }

@@ -72,12 +72,17 @@ pub(crate) fn explain(plan: &ContractionPlan, times: Option<&StepTimes>) -> Stri
         return s;
     };
     let secs = |d: std::time::Duration| Some(d.as_secs_f64());
-    let _ = writeln!(
-        s,
-        "  chosen (1 of {}): {}",
-        plan.candidates.len(),
-        c.summary()
-    );
+    // the candidates are listed best predicted first; measured tuning may choose another
+    let how = match plan.measured_seconds(plan.chosen) {
+        Some(t) => format!(
+            "fastest measured, {}, ranked {} of {} by prediction",
+            ms(t),
+            plan.chosen + 1,
+            plan.candidates.len()
+        ),
+        None => format!("1 of {}, best predicted", plan.candidates.len()),
+    };
+    let _ = writeln!(s, "  chosen ({how}): {}", c.summary());
     let _ = writeln!(
         s,
         "  {:<34} {:>12} {:>12}",
@@ -235,7 +240,7 @@ pub(crate) fn explain(plan: &ContractionPlan, times: Option<&StepTimes>) -> Stri
         .take(RUNNERS_UP)
         .collect();
     if !others.is_empty() {
-        let _ = writeln!(s, "  runners-up (predicted total):");
+        let _ = writeln!(s, "  runners-up (rank by prediction, predicted total):");
         for (i, o) in others {
             let meas = plan
                 .measured_seconds(i)

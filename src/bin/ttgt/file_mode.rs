@@ -90,11 +90,12 @@ fn reject_random_mode_options(args: &ContractArgs) -> CliResult<()> {
         (args.repeat.is_some(), "--repeat"),
         (args.seed.is_some(), "--seed"),
         (args.json, "--json"),
+        (args.measure.is_some(), "--measure"),
     ];
     match given.iter().find(|(g, _)| *g) {
         Some((_, what)) => Err(CliError::new(format!(
-            "{what} needs random mode (--sizes); with input files the element type follows \
-             the files"
+            "{what} needs random mode (--sizes): with input files the element type follows \
+             the files, and the plan is executed once, from the models"
         ))),
         None => Ok(()),
     }

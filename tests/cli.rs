@@ -1489,3 +1489,71 @@ fn explain_says_how_the_plan_was_chosen() {
         "{modelled}"
     );
 }
+
+/// `--plot` draws the run as an SVG figure, and `ttgt report DIR` gathers JSON records into
+/// one HTML page with a figure and the provenance of each group.
+#[test]
+fn plots_and_report() {
+    let dir = Files::new();
+    let svg = dir.path("perms.svg");
+    let out = ok(&[
+        "bench",
+        "transpose",
+        "--all-perms",
+        "3",
+        "--extent",
+        "6",
+        "--threads",
+        "1",
+        "--repeat",
+        "1",
+        "--json",
+        "--plot",
+        &s(&svg),
+    ]);
+    let figure = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        figure.starts_with("<svg") && figure.contains("bandwidth / best copy"),
+        "{figure}"
+    );
+    assert!(
+        figure.contains("transpositions: 6 cases, f32, 1 thread(s)"),
+        "{figure}"
+    );
+    std::fs::write(dir.path("perms.jsonl"), &out).unwrap();
+    let contract = ok(&[
+        "bench",
+        "contract",
+        "--only",
+        "1",
+        "--scale",
+        "0.1",
+        "--threads",
+        "1",
+        "--repeat",
+        "1",
+        "--json",
+    ]);
+    std::fs::write(dir.path("tccg.json"), &contract).unwrap();
+    std::fs::write(dir.path("notes.txt"), "not a record").unwrap();
+    let page = dir.path("report.html");
+    let said = ok(&["report", &s(&dir.path("")), "-o", &s(&page)]);
+    assert!(said.contains("9 record(s)"), "{said}"); // 6 cases + summary, 1 case + summary
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    assert_eq!(html.matches("<svg").count(), 2, "{html}");
+    assert!(
+        html.contains("<h2>transpositions (f32, 1 thread(s))</h2>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<h2>contractions (f64, 1 thread(s))</h2>"),
+        "{html}"
+    );
+    assert!(html.contains(env!("CARGO_PKG_VERSION")));
+    // a line that is not JSON names its file and line
+    std::fs::write(dir.path("bad.jsonl"), "{\"case\": 1}\nnot json\n").unwrap();
+    let bad = ttgt(&["report", &s(&dir.path("")), "-o", &s(&page)]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("bad.jsonl:2"), "{}", stderr(&bad));
+}

@@ -28,10 +28,14 @@ mod cuda;
 mod error;
 #[path = "ttgt/file_mode.rs"]
 mod file_mode;
+#[path = "ttgt/html_report.rs"]
+mod html_report;
 #[path = "ttgt/network_mode.rs"]
 mod network_mode;
 #[path = "ttgt/npy.rs"]
 mod npy;
+#[path = "ttgt/plot.rs"]
+mod plot;
 #[path = "ttgt/progress.rs"]
 mod progress;
 #[path = "ttgt/random_mode.rs"]
@@ -53,6 +57,8 @@ Examples:
   ttgt bench contract --dtype f32 --scale 0.5 --all-candidates --json
   ttgt bench inplace --threads 1 --json
   ttgt bench networks --threads 2
+  ttgt bench transpose --threads 1 --json --plot ttc.svg > runs/ttc.jsonl
+  ttgt report runs -o report.html
   ttgt calibrate
   ttgt contract --help          (all options of the contract command)
 
@@ -110,6 +116,9 @@ enum Commands {
     Bench(bench::BenchCommand),
     /// Measure this machine (copy bandwidth, transposition efficiency) for the cost models.
     Calibrate(bench::CalibrateArgs),
+    /// Gather the JSON records of `ttgt bench ... --json` runs in a folder into one HTML page
+    /// with their figures and provenance.
+    Report(html_report::ReportArgs),
 }
 
 /// Arguments of `ttgt contract`.
@@ -323,7 +332,12 @@ pub fn say(text: &str) -> CliResult<()> {
 /// Writes one JSON record of a benchmark on one line, with the run's provenance added under
 /// `"provenance"` (CPU model, cores, memory, ttgt version and commit, OS, date), so that
 /// records from two machines or builds can be compared field by field.
-pub fn say_record(mut record: serde_json::Value) -> CliResult<()> {
+pub fn say_record(record: serde_json::Value) -> CliResult<()> {
+    say(&stamped(record).to_string())
+}
+
+/// `record` with the run's provenance added under `"provenance"` (see [`say_record`]).
+pub fn stamped(mut record: serde_json::Value) -> serde_json::Value {
     static STAMP: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
     let stamp = STAMP.get_or_init(|| {
         let p = ttgt::bench::Provenance::current();
@@ -333,7 +347,7 @@ pub fn say_record(mut record: serde_json::Value) -> CliResult<()> {
     if let serde_json::Value::Object(m) = &mut record {
         m.insert("provenance".into(), stamp.clone());
     }
-    say(&record.to_string())
+    record
 }
 
 /// Runs `ttgt contract`, in a thread pool of `--threads` threads when asked.
@@ -402,6 +416,7 @@ fn main() -> ExitCode {
             bench_networks::networks(args).map(|()| Outcome::Success)
         }
         Commands::Calibrate(args) => bench::calibrate(args).map(|()| Outcome::Success),
+        Commands::Report(args) => html_report::report(args).map(|()| Outcome::Success),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

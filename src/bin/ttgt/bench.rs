@@ -174,6 +174,10 @@ pub fn inplace(a: &InplaceArgs) -> CliResult<()> {
 /// Arguments of `ttgt bench transpose`.
 #[derive(Args, Debug)]
 pub struct TransposeArgs {
+    /// Also draw the run as an SVG figure: bandwidth over the best copy's, cases sorted (HPTT
+    /// beside when built in).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     /// A TTC-format table (default: the TTC benchmark shipped in benches/data).
     #[arg(long, value_name = "FILE.tsv")]
     pub cases: Option<PathBuf>,
@@ -419,9 +423,13 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
     let mut all = Stats::default();
     let mut by_rank: BTreeMap<usize, Stats> = BTreeMap::new();
     let progress = Progress::cases(list.len(), a.json);
+    let mut records = Vec::new();
     for c in &list {
         progress.running(&c.name);
         let r = bench_transpose(c, &o)?;
+        if a.plot.is_some() {
+            records.push(crate::stamped(record(&r)));
+        }
         all.add(&r);
         by_rank.entry(r.fused_rank).or_default().add(&r);
         if a.json {
@@ -432,6 +440,10 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
         progress.inc();
     }
     drop(progress);
+    if let Some(path) = &a.plot {
+        let refs: Vec<&serde_json::Value> = records.iter().collect();
+        crate::plot::write(path, &crate::plot::transpose_svg(&refs)?)?;
+    }
     let (mean, min, geo, mare) = all.summary();
     let versus = all.versus_hptt();
     if a.json {

@@ -19,6 +19,10 @@ use crate::{say, say_record};
 /// Arguments of `ttgt bench contract`.
 #[derive(Args, Debug)]
 pub struct ContractBenchArgs {
+    /// Also draw the run as an SVG figure: each case's transposition, GEMM and other time
+    /// over the same-size GEMM's.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
     /// A TCCG-format table (default: the TCCG benchmark shipped in benches/data), or `qc`:
     /// the einsum calls of PySCF coupled-cluster runs (benches/data/qc_contractions.tsv, or a
     /// file in its format), each beside numpy and its roofline bound. With --backend cuda:
@@ -195,9 +199,13 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
     let mut errs = Vec::new();
     let mut regrets = Vec::new();
     let progress = Progress::cases(list.len(), a.json);
+    let mut records = Vec::new();
     for c in &list {
         progress.running(&c.name);
         let r = bench_contract(c, &o)?;
+        if a.plot.is_some() {
+            records.push(crate::stamped(record(&r)));
+        }
         ratios.push(r.ratio());
         errs.push((r.predicted_seconds - r.seconds).abs() / r.seconds);
         if let Some(g) = r.regret() {
@@ -211,6 +219,10 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
         progress.inc();
     }
     drop(progress);
+    if let Some(path) = &a.plot {
+        let refs: Vec<&serde_json::Value> = records.iter().collect();
+        crate::plot::write(path, &crate::plot::contract_svg(&refs)?)?;
+    }
     let n = ratios.len() as f64;
     let mean = ratios.iter().sum::<f64>() / n;
     let min = ratios.iter().copied().fold(f64::INFINITY, f64::min);

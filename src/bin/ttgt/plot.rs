@@ -29,6 +29,34 @@ pub fn is_contract(v: &Value) -> bool {
     v.get("gemm_mnk").is_some() && f(v, "seconds").is_some()
 }
 
+type Root<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// An SVG figure of [`SIZE`] on white, drawn by `draw`.
+fn render(draw: impl FnOnce(&Root<'_>) -> CliResult<()>) -> CliResult<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        draw(&root)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// The chart of a figure: its caption, margins and label areas (`x_area` pixels below).
+fn builder<'a, 'b>(
+    root: &'a Root<'b>,
+    caption: String,
+    x_area: u32,
+) -> ChartBuilder<'a, 'b, SVGBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(caption, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(x_area)
+        .y_label_area_size(56);
+    b
+}
+
 /// A caption from the records' common dtype, threads and CPU.
 fn caption(kind: &str, records: &[&Value]) -> String {
     let first = records.first();
@@ -61,15 +89,8 @@ pub fn transpose_svg(records: &[&Value]) -> CliResult<String> {
     hptt.sort_by(f64::total_cmp);
     let top = ours.iter().chain(&hptt).copied().fold(1.0f64, f64::max) * 1.05;
     let n = ours.len().max(1);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(caption("transpositions", records), ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(56)
+    render(|root| {
+        let mut chart = builder(root, caption("transpositions", records), 40)
             .build_cartesian_2d(0f64..n as f64, 0f64..top)
             .map_err(err)?;
         chart
@@ -110,10 +131,8 @@ pub fn transpose_svg(records: &[&Value]) -> CliResult<String> {
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .draw()
-            .map_err(err)?;
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
+            .map_err(err)
+    })
 }
 
 /// The contraction figure: per case, its time split into transpositions (packs and
@@ -151,15 +170,8 @@ pub fn contract_svg(records: &[&Value]) -> CliResult<String> {
         .fold(1.0f64, f64::max)
         * 1.05;
     let n = bars.len().max(1);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(caption("contractions", records), ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(90)
-            .y_label_area_size(56)
+    render(|root| {
+        let mut chart = builder(root, caption("contractions", records), 90)
             .build_cartesian_2d((0..n).into_segmented(), 0f64..top)
             .map_err(err)?;
         let names: Vec<String> = bars.iter().map(|b| b.name.clone()).collect();
@@ -216,10 +228,8 @@ pub fn contract_svg(records: &[&Value]) -> CliResult<String> {
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .draw()
-            .map_err(err)?;
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
+            .map_err(err)
+    })
 }
 
 /// Writes `svg` to `path`.

@@ -362,6 +362,18 @@ fn unary_specs_and_printing() {
         let want = ttgt::reference::einsum(spec, &[m.view()]).unwrap();
         assert_close(&read::<f64>(&pc), &want, 1e-12);
     }
+    // an array is printed under its numpy dtype and shape
+    let printed = ok(&["contract", "ii->i", &pm]);
+    assert!(
+        printed.starts_with("float64 array of shape (4,):\n["),
+        "{printed}"
+    );
+    let pc32 = f.put("m32.npy", &values::<num_complex::Complex32>(&[2, 3], 3));
+    let printed = ok(&["contract", "ij->ji", &pc32]);
+    assert!(
+        printed.starts_with("complex64 array of shape (3, 2):\n"),
+        "{printed}"
+    );
     let pmf = f.put("mf.npy", &fortran(&m));
     ok(&["contract", "ij->ji", &pmf, "-o", &pc]);
     assert_close(&read::<f64>(&pc), &m.t().to_owned(), 0.0);
@@ -819,6 +831,10 @@ fn usage_errors_and_help() {
     let o = ttgt(&["bench", "contract", "--measure", "5", "--only", "1"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--backend cuda only"), "{}", stderr(&o));
+    // --quick sets the sizes itself
+    let o = ttgt(&["calibrate", "--quick", "--mib", "8", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--quick"), "{}", stderr(&o));
 
     let top = ok(&["--help"]);
     assert!(

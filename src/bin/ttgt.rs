@@ -75,7 +75,7 @@ File mode (operands from .npy files; f32, f64, complex64, complex128; C or Fortr
       the order of --path, default the fewest FLOPs; --explain prints the path)
   Mixed input types are promoted as numpy does (f32 with f64 gives f64, f64 with
   complex64 gives complex128); a complex --alpha or --beta makes a real result complex.
-  Without -o the result is printed.
+  Without -o the result is printed (an array under a line with its numpy dtype and shape).
 
 Random mode (--sizes: random operands, timed; every index letter needs a size):
   ttgt contract 'abcd,dbef->acef' --sizes a=48,b=48,c=48,d=48,e=48,f=48

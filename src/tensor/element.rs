@@ -109,6 +109,24 @@ impl DType {
     }
 }
 
+impl DType {
+    /// numpy's name of the type (`float32`, `float64`, `complex64`, `complex128`): `C32` is
+    /// numpy's `complex64` (two `f32`), `C64` its `complex128`.
+    ///
+    /// ```
+    /// assert_eq!(ttgt::DType::C64.numpy_name(), "complex128");
+    /// assert_eq!("complex128".parse::<ttgt::DType>().unwrap(), ttgt::DType::C64);
+    /// ```
+    pub fn numpy_name(self) -> &'static str {
+        match self {
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+            DType::C32 => "complex64",
+            DType::C64 => "complex128",
+        }
+    }
+}
+
 impl Display for DType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

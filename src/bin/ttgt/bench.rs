@@ -488,6 +488,10 @@ pub struct CalibrateArgs {
     /// than they ran on the TTC set).
     #[arg(long, value_name = "MIB", default_value_t = 192)]
     pub mib: usize,
+    /// A quicker, rougher calibration: tensors of 64 MiB, GEMMs up to 2000 MFLOP and 2 ms
+    /// probe rounds (instead of --mib 192 --gemm-mflop 20000 --probe-ms 5).
+    #[arg(long, conflicts_with_all = ["mib", "gemm_mflop", "probe_ms"])]
+    pub quick: bool,
     /// Threads for the transposition factors (default: all cores).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
@@ -522,6 +526,12 @@ pub struct CalibrateArgs {
     #[arg(long, value_name = "BACKEND", default_value = "cpu")]
     pub backend: String,
 }
+
+/// `calibrate --quick`: tensor MiB, largest GEMM in MFLOP, probe-round milliseconds (a
+/// rougher calibration in less time; measurements in docs/TUNING.md).
+const QUICK_MIB: usize = 64;
+const QUICK_GEMM_MFLOP: f64 = 2000.0;
+const QUICK_PROBE_MS: f64 = 2.0;
 
 /// Median spread of the GEMM samples between calibration rounds above which `ttgt calibrate`
 /// warns: a few per cent on a quiet machine.
@@ -570,7 +580,12 @@ pub fn calibrate(a: &CalibrateArgs) -> CliResult<()> {
             a.probe_ms
         )));
     }
-    let probe = a.probe_ms * 1e-3;
+    let (mib, gemm_mflop, probe_ms) = if a.quick {
+        (QUICK_MIB, QUICK_GEMM_MFLOP, QUICK_PROBE_MS)
+    } else {
+        (a.mib, a.gemm_mflop, a.probe_ms)
+    };
+    let probe = probe_ms * 1e-3;
     let measured_copy = !(a.gemm_concurrency_only || a.gemm_only);
     use ttgt::backend::cpu::CalibrateParts;
     let parts = if a.gemm_concurrency_only {
@@ -611,9 +626,9 @@ pub fn calibrate(a: &CalibrateArgs) -> CliResult<()> {
         );
         ttgt::backend::cpu::calibrate_machine(
             parts,
-            a.mib.max(1) << 20,
+            mib.max(1) << 20,
             threads,
-            a.gemm_mflop * 1e6,
+            gemm_mflop * 1e6,
             probe,
         )?
     };

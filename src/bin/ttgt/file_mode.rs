@@ -101,6 +101,21 @@ fn reject_random_mode_options(args: &ContractArgs) -> CliResult<()> {
     }
 }
 
+/// A shape as numpy prints it: `(3, 5)`, `(4,)`.
+fn shape_tuple(shape: &[usize]) -> String {
+    match shape {
+        [n] => format!("({n},)"),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
 fn check_file_count(spec: &Spec, files: &[PathBuf]) -> CliResult<()> {
     let expected = spec.inputs().len();
     if files.is_empty() {
@@ -189,7 +204,13 @@ fn run_typed<T: CliElement>(mut job: Job<'_>) -> CliResult<Outcome> {
     }
     match &job.args.output {
         Some(path) => write(path, &c)?,
-        None => say(&c.to_string())?,
+        // a scalar as a bare number; an array under a line with its dtype and shape
+        None if c.ndim() == 0 => say(&c.to_string())?,
+        None => say(&format!(
+            "{} array of shape {}:\n{c}",
+            T::DTYPE.numpy_name(),
+            shape_tuple(c.shape())
+        ))?,
     }
     if !job.args.check {
         return Ok(Outcome::Success);

@@ -55,6 +55,8 @@ pub struct InPlaceResult {
     pub cycles: u64,
     /// Best in-place transposition time.
     pub seconds: f64,
+    /// Every timed in-place transposition (`samples.min == seconds`).
+    pub samples: super::Samples,
     /// Best time of finding all cycle leaders alone.
     pub leader_seconds: f64,
     /// Best copy time of the same number of elements.
@@ -128,19 +130,22 @@ const MAX_RUNS: usize = 1000;
 
 /// Best time of `f` over at least `repeat` runs (more for short runs, see
 /// [`MIN_TIMED_SECONDS`]).
-fn best(repeat: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    let mut t = f64::INFINITY;
+fn best(repeat: usize, f: impl FnMut() -> Result<()>) -> Result<f64> {
+    Ok(sampled(repeat, f)?.min)
+}
+
+/// The runs behind [`best`].
+fn sampled(repeat: usize, mut f: impl FnMut() -> Result<()>) -> Result<super::Samples> {
+    let mut times = Vec::with_capacity(repeat.max(1));
     let mut total = 0.0;
-    let mut runs = 0;
-    while runs < repeat.max(1) || (total < MIN_TIMED_SECONDS && runs < MAX_RUNS) {
+    while times.len() < repeat.max(1) || (total < MIN_TIMED_SECONDS && times.len() < MAX_RUNS) {
         let s = Instant::now();
         f()?;
         let e = s.elapsed().as_secs_f64();
-        t = t.min(e);
+        times.push(e);
         total += e;
-        runs += 1;
     }
-    Ok(t)
+    Ok(super::Samples::of(&times))
 }
 
 fn run<T: Element>(c: &InPlaceCase, o: &InPlaceBenchOptions) -> Result<InPlaceResult> {
@@ -157,9 +162,10 @@ fn run<T: Element>(c: &InPlaceCase, o: &InPlaceBenchOptions) -> Result<InPlaceRe
     let threads = o.threads.max(1);
     // one untimed run (page faults, pools), then the timed ones
     transpose_chunks_in_place(&mut a, c.m, c.n, c.chunk, Some(threads))?;
-    let seconds = best(o.repeat, || {
+    let samples = sampled(o.repeat, || {
         transpose_chunks_in_place(&mut a, c.m, c.n, c.chunk, Some(threads))
     })?;
+    let seconds = samples.min;
     let method = Method::choose(c.m, c.n, c.chunk, T::DTYPE.size_bytes());
     // square swaps and buffered blocks use no leaders
     let leader_seconds = if method != Method::Cycles {
@@ -202,6 +208,7 @@ fn run<T: Element>(c: &InPlaceCase, o: &InPlaceBenchOptions) -> Result<InPlaceRe
         method: method.name(),
         cycles: leaders.nontrivial_cycles(),
         seconds,
+        samples,
         leader_seconds,
         copy_seconds,
         scale_seconds,

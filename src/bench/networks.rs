@@ -128,6 +128,8 @@ pub struct NetworkResult {
     pub threads: usize,
     /// Extents used.
     pub extents: BTreeMap<char, usize>,
+    /// Every timed run along the chosen path (`samples.min == seconds`).
+    pub samples: super::Samples,
     /// Best time along the chosen path.
     pub seconds: f64,
     /// FLOPs of the chosen path.
@@ -249,8 +251,10 @@ fn run_typed<T: Element>(case: &NetworkCase, o: &NetworkBenchOptions) -> Result<
     gemms(&mut timers);
     let (mut best, mut best_left, mut best_gemm) =
         ((f64::INFINITY, Vec::new()), f64::INFINITY, f64::INFINITY);
+    let mut times = Vec::with_capacity(o.repeat.max(1));
     for _ in 0..o.repeat.max(1) {
         let r = run(&path)?;
+        times.push(r.0);
         if r.0 < best.0 {
             best = r;
         }
@@ -264,6 +268,7 @@ fn run_typed<T: Element>(case: &NetworkCase, o: &NetworkBenchOptions) -> Result<
         threads,
         extents: ext,
         seconds: best.0,
+        samples: super::Samples::of(&times),
         flops: path.flops(),
         strategy: path.strategy(),
         steps: path

@@ -256,6 +256,8 @@ pub struct QcResult {
     pub first_seconds: f64,
     /// Seconds per call, repeated (best batch mean).
     pub seconds: f64,
+    /// Every timed batch's mean seconds per call (`samples.min == seconds`).
+    pub samples: super::Samples,
     /// For a two-operand call, the plan it ran: threads, predicted seconds, summary.
     pub plan: Option<(usize, f64, String)>,
 }
@@ -386,6 +388,7 @@ impl<T: Element> Calls for Replay<T> {
 pub struct QcRun {
     replay: Box<dyn Calls>,
     per_batch: usize,
+    batches: Vec<f64>,
     result: QcResult,
 }
 
@@ -413,12 +416,14 @@ impl QcRun {
         Ok(QcRun {
             replay,
             per_batch,
+            batches: Vec::new(),
             result: QcResult {
                 case: case.clone(),
                 flops,
                 bytes,
                 first_seconds,
                 seconds: f64::INFINITY,
+                samples: super::Samples::default(),
                 plan,
             },
         })
@@ -428,6 +433,8 @@ impl QcRun {
     pub fn round(&mut self) -> Result<f64> {
         let s = self.replay.calls(self.per_batch)?;
         self.result.seconds = self.result.seconds.min(s);
+        self.batches.push(s);
+        self.result.samples = super::Samples::of(&self.batches);
         Ok(s)
     }
 

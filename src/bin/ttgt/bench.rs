@@ -140,6 +140,7 @@ pub fn inplace(a: &InplaceArgs) -> CliResult<()> {
             say_record(json!({
                 "m": c.m, "n": c.n, "chunk": c.chunk, "threads": r.threads, "dtype": dtype.name(),
                 "method": r.method, "cycles": r.cycles, "seconds": r.seconds,
+                "median_seconds": r.samples.median, "samples": r.samples.count,
                 "ns_per_elem": r.ns_per_elem(), "copy_ns_per_elem": r.copy_ns_per_elem(),
                 "scale_ns_per_elem": r.scale_ns_per_elem(), "leader_share": r.leader_share(),
                 "leader_seconds": r.leader_seconds, "gbps": r.gbps(),

@@ -47,7 +47,8 @@ fn record(r: &NetworkResult) -> serde_json::Value {
     json!({
         "case": r.case, "spec": r.spec, "dtype": r.dtype.name(), "threads": r.threads,
         "extents": r.extents.iter().map(|(k, v)| (k.to_string(), *v)).collect::<std::collections::BTreeMap<_, _>>(),
-        "seconds": r.seconds, "gflops": r.gflops(), "flops": r.flops, "path_strategy": r.strategy,
+        "seconds": r.seconds, "median_seconds": r.samples.median, "samples": r.samples.count,
+        "gflops": r.gflops(), "flops": r.flops, "path_strategy": r.strategy,
         "left_seconds": r.left_seconds, "left_flops": r.left_flops, "left_speedup": r.left_speedup(),
         "gemm_reference_seconds": r.gemm_reference_seconds, "ratio": r.ratio(), "steps": steps,
     })

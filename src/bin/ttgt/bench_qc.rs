@@ -247,6 +247,7 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
                 json!({"case": c.name, "workload": c.workload, "spec": c.spec,
                 "shapes": c.shapes, "strides": c.strides, "dtype": c.dtype.name(),
                 "calls": c.calls, "threads": threads, "seconds": r.seconds,
+                "median_seconds": r.samples.median, "samples": r.samples.count,
                 "first_seconds": r.first_seconds, "flops": r.flops, "bytes": r.bytes,
                 "bound_seconds": bound,
                 "plan": r.plan.as_ref().map(|(t, p, s)| json!({"threads": t, "predicted_seconds": p, "summary": s})),

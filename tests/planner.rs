@@ -715,3 +715,85 @@ fn tiny_contractions_run_as_nested_loops() {
     nested_loops_cases::<num_complex::Complex32>();
     nested_loops_cases::<Complex64>();
 }
+
+/// A plan that refines its choice from its executions computes `alpha * A·B + beta * C` on
+/// every call while it tries its candidates, then settles on one and stops trying; a forced
+/// choice ends refinement.
+fn refinement_case<T: Element>(spec: &str, sa: &[usize], sb: &[usize], seed: u64) {
+    let a: ArrayD<T> = random_array(sa, seed);
+    let b: ArrayD<T> = random_array(sb, seed + 1);
+    let product = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+    let mut c: ArrayD<T> = random_array(product.shape(), seed + 2);
+    let mut plan = ContractionPlan::new(
+        spec,
+        &[Layout::of(&a), Layout::of(&b)],
+        &Layout::of(&c),
+        T::DTYPE,
+    )
+    .unwrap();
+    plan.refine_from_executions();
+    assert!(
+        plan.refining(),
+        "{spec}: {} candidates",
+        plan.candidates().len()
+    );
+    let (alpha, beta) = (T::from_f64(2.0), T::from_f64(0.5));
+    let tol = if matches!(T::DTYPE, DType::F32 | DType::C32) {
+        1e-4
+    } else {
+        1e-10
+    };
+    let mut calls = 0;
+    while plan.refining() {
+        let before = c.clone();
+        plan.execute(
+            alpha,
+            &[StridedView::of(&a), StridedView::of(&b)],
+            beta,
+            &mut StridedViewMut::of(&mut c).unwrap(),
+        )
+        .unwrap();
+        let want = product.mapv(|x| alpha * x) + before.mapv(|x| beta * x);
+        close(&c, &want, tol);
+        calls += 1;
+        assert!(
+            calls <= 1 + ttgt::plan::ROUNDS * (1 + ttgt::plan::ALTERNATIVES) + 1,
+            "{spec}: never settles"
+        );
+    }
+    // settled: the choice stays, with its measured time known
+    let kept = plan.chosen_index();
+    assert!(plan.measured_seconds(kept).is_some());
+    run(&plan, &a, &b, &mut c);
+    close(&c, &product, tol);
+    assert_eq!(plan.chosen_index(), kept);
+    plan.refine_from_executions();
+    plan.choose(0).unwrap();
+    assert!(!plan.refining());
+}
+
+#[test]
+fn refinement_from_executions_gives_the_contraction_every_call() {
+    refinement_case::<f64>("abc,cbd->ad", &[30, 20, 40], &[40, 20, 30], 11);
+    refinement_case::<f64>("aikb,kjab->ij", &[19, 5, 19, 5], &[19, 5, 19, 5], 12);
+    refinement_case::<Complex64>("abcd,dbef->acef", &[8, 6, 7, 9], &[9, 6, 8, 5], 13);
+    refinement_case::<f32>("bij,bjk->bik", &[6, 40, 30], &[6, 30, 50], 14);
+}
+
+/// The cached plans of `contract` refine unless refinement is switched off; plans made while
+/// it is off never try other candidates.
+#[test]
+fn cached_plans_refine_unless_switched_off() {
+    let r = |d: &[usize]| Layout::row_major(d).unwrap();
+    let o = PlanOptions::default();
+    let (l, lc) = ([r(&[33, 21, 41]), r(&[41, 21, 31])], r(&[33, 31]));
+    let get = || cached_contraction_plan("abc,cbd->ad", &l, &lc, DType::F64, &o).unwrap();
+    assert!(get().refining() || get().candidates().len() < 2);
+    let was = ttgt::plan::refinement_enabled();
+    ttgt::plan::set_refinement(false);
+    ttgt::plan::clear_plan_caches();
+    let off = get();
+    ttgt::plan::set_refinement(was);
+    assert!(!off.refining());
+    ttgt::plan::clear_plan_caches();
+}

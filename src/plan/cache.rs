@@ -34,7 +34,9 @@ fn cache() -> &'static Mutex<Cache> {
 
 /// The plan for `spec` on these layouts, from the cache or made (and cached) now. Plans made
 /// with [`PlanTuning::Measure`](super::PlanTuning::Measure) are cached as their estimate until
-/// measured by the caller.
+/// measured by the caller; the others refine their choice from their first executions
+/// ([`ContractionPlan::refine_from_executions`]) unless
+/// [`set_refinement`](super::set_refinement)`(false)` or `TTGT_REFINE=0`.
 ///
 /// ```
 /// use ttgt::{DType, Layout, plan::{cached_contraction_plan, PlanOptions}};
@@ -78,6 +80,10 @@ pub fn cached_contraction_plan(
         let mut plan = planned(threads)?;
         if outside && better_on_one_thread(&plan) {
             plan = planned(1)?;
+        }
+        // a plan called again and again refines its choice from its first executions
+        if super::refinement_enabled() && options.tuning == super::PlanTuning::Estimate {
+            plan.refine_from_executions();
         }
         let key = (
             spec.to_string(),

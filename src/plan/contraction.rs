@@ -6,6 +6,7 @@ use super::groups::in_order_of;
 use super::loops::{loops_alone, loops_candidate};
 use super::options::{Epilogue, PlanOptions};
 use super::prepare::{prepare, OperandPrep};
+use super::refine::{Pick, Refinement};
 use crate::einsum::{parse, BoundSpec, Contraction, IndexKind, Label};
 use crate::error::{Error, Result};
 use crate::model::{gemm_coeffs, profile_for};
@@ -39,6 +40,7 @@ pub struct ContractionPlan {
     pub(crate) excluded: usize,
     pub(crate) best_excluded: Option<Candidate>,
     pub(crate) measured: Vec<Option<f64>>,
+    pub(crate) refine: Refinement,
 }
 
 impl ContractionPlan {
@@ -115,6 +117,7 @@ impl ContractionPlan {
             excluded: 0,
             best_excluded: None,
             measured: Vec::new(),
+            refine: Refinement::default(),
             preps,
             bound,
             contraction,
@@ -192,14 +195,59 @@ impl ContractionPlan {
         &self.candidates
     }
 
-    /// The candidate executions use (`None` for one-operand specs).
+    /// The candidate executions use (`None` for one-operand specs): the model's choice, a
+    /// forced or measured one, or the one refinement settled on.
     pub fn chosen(&self) -> Option<&Candidate> {
-        self.candidates.get(self.chosen)
+        self.candidates.get(self.chosen_index())
     }
 
     /// Index of the chosen candidate in [`ContractionPlan::candidates`].
     pub fn chosen_index(&self) -> usize {
-        self.chosen
+        self.refine.settled().unwrap_or(self.chosen)
+    }
+
+    /// Lets the plan's executions refine its choice: the first ones also run the candidates
+    /// predicted close to the choice, and the plan keeps the fastest measured (see
+    /// `plan::refine`; the cached plans of `contract` and `einsum` do this unless
+    /// [`set_refinement`](super::set_refinement)`(false)`). Results are the contraction's
+    /// every time; only the last bits may differ between the first executions.
+    ///
+    /// ```
+    /// use ttgt::{ContractionPlan, DType, Layout, tensor::{StridedView, StridedViewMut}};
+    /// let a = ndarray::Array3::<f64>::ones((30, 20, 40));
+    /// let b = ndarray::Array3::<f64>::ones((40, 20, 30));
+    /// let mut c = ndarray::Array2::<f64>::zeros((30, 30));
+    /// let mut plan = ContractionPlan::new("abc,cbd->ad", &[Layout::of(&a), Layout::of(&b)], &Layout::of(&c), DType::F64).unwrap();
+    /// plan.refine_from_executions();
+    /// for _ in 0..12 {
+    ///     plan.execute(1.0, &[StridedView::of(&a), StridedView::of(&b)], 0.0,
+    ///                  &mut StridedViewMut::of(&mut c).unwrap()).unwrap();
+    ///     assert!(c.iter().all(|&x| x == 800.0));
+    /// }
+    /// assert!(!plan.refining());
+    /// ```
+    pub fn refine_from_executions(&mut self) {
+        let predicted: Vec<f64> = self
+            .candidates
+            .iter()
+            .map(|c| c.predicted.total())
+            .collect();
+        self.refine = Refinement::new(&predicted, self.chosen);
+    }
+
+    /// Whether executions may still try other candidates than the current choice.
+    pub fn refining(&self) -> bool {
+        self.refine.active()
+    }
+
+    /// The candidate the next execution runs.
+    pub(crate) fn pick(&self) -> Pick {
+        self.refine.pick(self.chosen)
+    }
+
+    /// Records a timed execution of candidate `index` (`None`: it failed).
+    pub(crate) fn record(&self, index: usize, seconds: Option<f64>) {
+        self.refine.record(index, seconds);
     }
 
     /// Makes candidate `index` the one executions use (to force a strategy, or to compare).
@@ -221,6 +269,7 @@ impl ContractionPlan {
             )));
         }
         self.chosen = index;
+        self.refine = Refinement::default();
         Ok(())
     }
 
@@ -269,9 +318,14 @@ impl ContractionPlan {
         self.contraction.flops(self.dtype)
     }
 
-    /// Seconds measured for candidate `index` by [`ContractionPlan::measure`], if it was timed.
+    /// Seconds measured for candidate `index` by [`ContractionPlan::measure`] or by refinement
+    /// from executions (its best), if it was timed.
     pub fn measured_seconds(&self, index: usize) -> Option<f64> {
-        self.measured.get(index).copied().flatten()
+        self.measured
+            .get(index)
+            .copied()
+            .flatten()
+            .or_else(|| self.refine.measured(index))
     }
 
     /// Bytes of the operands (as the spec reads them) and the result together.

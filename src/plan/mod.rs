@@ -15,6 +15,7 @@ mod loops;
 mod options;
 mod path;
 mod prepare;
+mod refine;
 
 pub use cache::{
     better_on_one_thread, cached_contraction_plan, clear_plan_caches, CONTRACTION_CACHE_CAPACITY,
@@ -33,3 +34,8 @@ pub use path::{
     OPTIMAL_MAX_OPERANDS,
 };
 pub use prepare::OperandPrep;
+pub(crate) use refine::Refinement;
+pub use refine::{
+    refinement_enabled, set_refinement, ALTERNATIVES, PREDICTED_WITHIN, PRUNE_ABOVE,
+    REFINE_MIN_SECONDS, ROUNDS, SWITCH_BELOW,
+};

@@ -156,6 +156,25 @@ impl ContractionPlan {
         c: &mut StridedViewMut<'_, T>,
     ) -> Result<StepTimes> {
         self.check_operands(inputs, c)?;
+        let pick = self.pick();
+        let run = self.execute_candidate(pick.index, alpha, inputs, beta, c);
+        if pick.timed {
+            let secs = run.as_ref().ok().map(|t| t.total().as_secs_f64());
+            self.record(pick.index, secs);
+        }
+        run
+    }
+
+    /// One execution with candidate `index` (the operands checked by the caller); the
+    /// one-operand path when the plan has no candidates.
+    fn execute_candidate<T: Element>(
+        &self,
+        index: usize,
+        alpha: T,
+        inputs: &[StridedView<'_, T>],
+        beta: T,
+        c: &mut StridedViewMut<'_, T>,
+    ) -> Result<StepTimes> {
         let bound = &self.bound;
         let ext = |l| bound.extent(l);
         let threads = self.threads;
@@ -171,7 +190,7 @@ impl ContractionPlan {
         let out = bound.output();
         let epilogue = self.options.epilogue;
 
-        let Some(cand) = self.chosen() else {
+        let Some(cand) = self.candidates.get(index) else {
             let t = Instant::now();
             let kept = &self.preps[0].kept;
             let perm: Vec<usize> = out
@@ -396,6 +415,8 @@ impl ContractionPlan {
         budget: Duration,
     ) -> Result<StepTimes> {
         self.check_operands(inputs, c)?;
+        // measured tuning replaces refinement from executions
+        self.refine = crate::plan::Refinement::default();
         if self.candidates.len() <= 1 {
             return self.execute(alpha, inputs, beta, c);
         }

@@ -336,6 +336,27 @@ pub fn say_record(record: serde_json::Value) -> CliResult<()> {
     say(&stamped(record).to_string())
 }
 
+/// One case of a bench: its record stamped with the provenance once, printed as JSON (`json`)
+/// or as the human-readable line `line` prints, and kept in `kept` for a figure (`keep`).
+pub fn emit(
+    record: serde_json::Value,
+    json: bool,
+    keep: bool,
+    kept: &mut Vec<serde_json::Value>,
+    line: impl FnOnce() -> CliResult<()>,
+) -> CliResult<()> {
+    let record = stamped(record);
+    if json {
+        say(&record.to_string())?;
+    } else {
+        line()?;
+    }
+    if keep {
+        kept.push(record);
+    }
+    Ok(())
+}
+
 /// `record` with the run's provenance added under `"provenance"` (see [`say_record`]).
 pub fn stamped(mut record: serde_json::Value) -> serde_json::Value {
     static STAMP: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();

@@ -13,7 +13,7 @@
 //! Executions from several threads at once share the state; one that finds it busy runs the
 //! current choice untimed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Other candidates a plan may try besides the model's choice.
@@ -68,21 +68,37 @@ struct State {
     /// Position in the schedule: 0 is the first execution (the choice, untimed for the
     /// decision), then `ROUNDS` rounds over the pool.
     step: usize,
-    /// The candidate executions use once settled.
-    settled: Option<usize>,
 }
 
-/// The refinement of one plan (none for plans made without it).
-#[derive(Debug, Default)]
-pub(crate) struct Refinement(Option<Mutex<State>>);
+/// No candidate settled on yet.
+const UNSETTLED: usize = usize::MAX;
+
+/// The refinement of one plan (no state for plans made without it). The settled choice is
+/// read without locking, so executions after refinement cost one atomic load.
+#[derive(Debug)]
+pub(crate) struct Refinement {
+    state: Option<Mutex<State>>,
+    settled: AtomicUsize,
+}
+
+impl Default for Refinement {
+    fn default() -> Self {
+        Refinement {
+            state: None,
+            settled: AtomicUsize::new(UNSETTLED),
+        }
+    }
+}
 
 impl Clone for Refinement {
     fn clone(&self) -> Self {
-        Refinement(
-            self.0
+        Refinement {
+            state: self
+                .state
                 .as_ref()
                 .map(|m| Mutex::new(m.lock().unwrap_or_else(|e| e.into_inner()).clone())),
-        )
+            settled: AtomicUsize::new(self.settled.load(Ordering::Acquire)),
+        }
     }
 }
 
@@ -100,10 +116,10 @@ impl Refinement {
     /// `chosen`; none when there is nothing to choose between.
     pub(crate) fn new(predicted: &[f64], chosen: usize) -> Refinement {
         let Some(&p0) = predicted.get(chosen) else {
-            return Refinement(None);
+            return Refinement::default();
         };
         if p0 < REFINE_MIN_SECONDS {
-            return Refinement(None);
+            return Refinement::default();
         }
         let mut pool = vec![chosen];
         pool.extend(
@@ -112,33 +128,39 @@ impl Refinement {
                 .take(ALTERNATIVES),
         );
         if pool.len() < 2 {
-            return Refinement(None);
+            return Refinement::default();
         }
         let best = vec![f64::INFINITY; pool.len()];
-        Refinement(Some(Mutex::new(State {
-            pool,
-            best,
-            step: 0,
-            settled: None,
-        })))
+        Refinement {
+            state: Some(Mutex::new(State {
+                pool,
+                best,
+                step: 0,
+            })),
+            settled: AtomicUsize::new(UNSETTLED),
+        }
     }
 
     /// The candidate the plan runs after refinement, if it has settled.
     pub(crate) fn settled(&self) -> Option<usize> {
-        let m = self.0.as_ref()?;
-        m.try_lock().ok().and_then(|s| s.settled)
+        Some(self.settled.load(Ordering::Acquire)).filter(|&i| i != UNSETTLED)
     }
 
     /// Whether executions may still try other candidates.
     pub(crate) fn active(&self) -> bool {
-        self.0
-            .as_ref()
-            .is_some_and(|m| m.lock().is_ok_and(|s| s.settled.is_none()))
+        self.state.is_some() && self.settled().is_none()
+    }
+
+    /// Settles on the fastest of `s`'s pool; returns it.
+    fn settle(&self, s: &State) -> usize {
+        let choice = settle(s);
+        self.settled.store(choice, Ordering::Release);
+        choice
     }
 
     /// Best measured seconds of candidate `index`, if it was tried.
     pub(crate) fn measured(&self, index: usize) -> Option<f64> {
-        let s = self.0.as_ref()?.lock().ok()?;
+        let s = self.state.as_ref()?.lock().ok()?;
         let k = s.pool.iter().position(|&i| i == index)?;
         Some(s.best[k]).filter(|t| t.is_finite())
     }
@@ -150,13 +172,20 @@ impl Refinement {
             index: fallback,
             timed: false,
         };
-        let Some(m) = &self.0 else {
+        if let Some(i) = self.settled() {
+            return Pick {
+                index: i,
+                timed: false,
+            };
+        }
+        let Some(m) = &self.state else {
             return untimed;
         };
         let Ok(mut s) = m.try_lock() else {
             return untimed;
         };
-        if let Some(i) = s.settled {
+        if let Some(i) = self.settled() {
+            // settled by another thread meanwhile
             return Pick {
                 index: i,
                 timed: false,
@@ -181,10 +210,8 @@ impl Refinement {
                 timed: true,
             };
         }
-        let choice = settle(&s);
-        s.settled = Some(choice);
         Pick {
-            index: choice,
+            index: self.settle(&s),
             timed: false,
         }
     }
@@ -192,7 +219,7 @@ impl Refinement {
     /// Records the seconds of a timed execution of `index` (`None`: it failed, and is not
     /// tried again).
     pub(crate) fn record(&self, index: usize, seconds: Option<f64>) {
-        let Some(m) = &self.0 else {
+        let Some(m) = &self.state else {
             return;
         };
         let mut s = m.lock().unwrap_or_else(|e| e.into_inner());
@@ -202,9 +229,8 @@ impl Refinement {
                 None => f64::NAN,
             };
         }
-        if s.settled.is_none() && s.step > ROUNDS * s.pool.len() {
-            let choice = settle(&s);
-            s.settled = Some(choice);
+        if self.settled().is_none() && s.step > ROUNDS * s.pool.len() {
+            self.settle(&s);
         }
     }
 }
@@ -223,7 +249,7 @@ fn settle(s: &State) -> usize {
             (0, f64::INFINITY),
             |a, (k, &t)| if t < a.1 { (k, t) } else { a },
         );
-    if k > 0 && (!first.is_finite() || first.is_nan() || t < SWITCH_BELOW * first) {
+    if k > 0 && (!first.is_finite() || t < SWITCH_BELOW * first) {
         s.pool[k]
     } else {
         s.pool[0]

@@ -428,22 +428,16 @@ pub fn transpose(a: &TransposeArgs) -> CliResult<()> {
     for c in &list {
         progress.running(&c.name);
         let r = bench_transpose(c, &o)?;
-        if a.plot.is_some() {
-            records.push(crate::stamped(record(&r)));
-        }
         all.add(&r);
         by_rank.entry(r.fused_rank).or_default().add(&r);
-        if a.json {
-            say_record(record(&r))
-        } else {
+        crate::emit(record(&r), a.json, a.plot.is_some(), &mut records, || {
             progress.say(&line(&r))
-        }?;
+        })?;
         progress.inc();
     }
     drop(progress);
     if let Some(path) = &a.plot {
-        let refs: Vec<&serde_json::Value> = records.iter().collect();
-        crate::plot::write(path, &crate::plot::transpose_svg(&refs)?)?;
+        crate::plot::write_figure(path, &records, crate::plot::transpose_svg)?;
     }
     let (mean, min, geo, mare) = all.summary();
     let versus = all.versus_hptt();

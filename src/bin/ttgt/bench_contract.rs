@@ -203,25 +203,19 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
     for c in &list {
         progress.running(&c.name);
         let r = bench_contract(c, &o)?;
-        if a.plot.is_some() {
-            records.push(crate::stamped(record(&r)));
-        }
         ratios.push(r.ratio());
         errs.push((r.predicted_seconds - r.seconds).abs() / r.seconds);
         if let Some(g) = r.regret() {
             regrets.push(g);
         }
-        if a.json {
-            say_record(record(&r))
-        } else {
+        crate::emit(record(&r), a.json, a.plot.is_some(), &mut records, || {
             progress.say(&line(&r))
-        }?;
+        })?;
         progress.inc();
     }
     drop(progress);
     if let Some(path) = &a.plot {
-        let refs: Vec<&serde_json::Value> = records.iter().collect();
-        crate::plot::write(path, &crate::plot::contract_svg(&refs)?)?;
+        crate::plot::write_figure(path, &records, crate::plot::contract_svg)?;
     }
     let n = ratios.len() as f64;
     let mean = ratios.iter().sum::<f64>() / n;

@@ -232,6 +232,16 @@ pub fn contract_svg(records: &[&Value]) -> CliResult<String> {
     })
 }
 
+/// Draws `records` with `figure` into `path`.
+pub fn write_figure(
+    path: &std::path::Path,
+    records: &[Value],
+    figure: fn(&[&Value]) -> CliResult<String>,
+) -> CliResult<()> {
+    let refs: Vec<&Value> = records.iter().collect();
+    write(path, &figure(&refs)?)
+}
+
 /// Writes `svg` to `path`.
 pub fn write(path: &std::path::Path, svg: &str) -> CliResult<()> {
     std::fs::write(path, svg)

@@ -5,8 +5,8 @@
 #
 #   bash .ci/expect_tests.sh KIND LOG
 #
-# KIND is `cargo` or `cuda` (LOG holds `cargo test` output: one count per test binary, named as cargo
-# prints it: `unittests src/lib.rs`, `tests/cli.rs`, `doc ttgt`), `pytest` (LOG holds
+# KIND is `cargo`, `cuda` or `tsan` (LOG holds `cargo test` output: one count per test
+# binary, named as cargo prints it: `unittests src/lib.rs`, `tests/cli.rs`, `doc ttgt`), `pytest` (LOG holds
 # `pytest -q` output; its "N passed" is the suite `pytest`) or `miri` (LOG holds a
 # `cargo miri test` group's output; the suite is `miri NAME`, NAME given as a third
 # argument). .ci/test_counts lists `KIND<TAB>SUITE<TAB>MINIMUM` lines; every suite of that
@@ -28,7 +28,7 @@ fi
 found="$(mktemp)"
 trap 'rm -f "$found"' EXIT
 case "$kind" in
-  cargo | cuda)
+  cargo | cuda | tsan)
     awk '
       /^ *Running / { s = $2; if (s == "unittests") s = s " " $3; next }
       /^ *Doc-tests / { s = "doc " $2; next }

@@ -26,23 +26,9 @@ cd "$(dirname "$0")/.."
 
 export CARGO_TERM_COLOR=never
 
-skip() {
-  if [ "${TTGT_MIRI_OPTIONAL:-0}" = 1 ]; then
-    echo "Miri: SKIPPED ($1)"
-    [ -n "${TTGT_SKIPS:-}" ] && echo "Miri: $1 (TTGT_MIRI_OPTIONAL=1)" >>"$TTGT_SKIPS"
-    exit 0
-  fi
-  echo "Miri: cannot run: $1 (set TTGT_MIRI_OPTIONAL=1 to make this a skip)" >&2
-  exit 1
-}
-
-command -v rustup >/dev/null || skip "rustup not found"
-if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-  rustup toolchain install nightly --profile minimal >/dev/null 2>&1 \
-    || skip "could not install the nightly toolchain"
-fi
-rustup component add --toolchain nightly miri rust-src >/dev/null 2>&1 \
-  || skip "could not install the nightly miri and rust-src components"
+# shellcheck source=.ci/nightly.sh
+source .ci/nightly.sh Miri TTGT_MIRI_OPTIONAL
+need_nightly miri rust-src
 cargo +nightly miri --version >/dev/null 2>&1 || skip "cargo +nightly miri does not run"
 
 # Tree Borrows: rayon's crossbeam-epoch breaks the Stacked Borrows rules but not Tree

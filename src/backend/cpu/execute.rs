@@ -332,9 +332,9 @@ impl ContractionPlan {
             // elements are exactly the `len` elements from its first one; `c` borrows them
             // mutably for this call and they overlap no input (`check_operands`).
             let data = unsafe { std::slice::from_raw_parts_mut(c.as_mut_ptr(), len) };
-            if !beta.is_exact_zero() {
-                ip.forward.execute(data)?;
-            }
+            // Everything that can fail comes before C moves: the GEMMs' layout, and the
+            // buffers of both permutations, reserved together. From the first move on, C is
+            // permuted, overwritten and permuted back with no allocation and no error.
             let layout = packed_layout(&ip.order, out, ext)?;
             let run = GemmRun {
                 cand,
@@ -344,11 +344,17 @@ impl ContractionPlan {
                 ext: &ext,
                 epilogue: Epilogue::None,
             };
+            run.check()?;
+            let mut scratch = ip.back.reserve()?;
+            if !beta.is_exact_zero() {
+                ip.forward.reserve_into(&mut scratch)?;
+                ip.forward.execute_with(data, &mut scratch)?;
+            }
             // SAFETY: as below; `data` is C's memory, of the layout the candidate GEMMs into.
             unsafe { run.run(threads, alpha, beta)? };
             times.gemm = t.elapsed();
             let t = Instant::now();
-            ip.back.execute(data)?;
+            ip.back.execute_with(data, &mut scratch)?;
             apply_epilogue(epilogue, c);
             times.write_c = t.elapsed();
             return Ok(times);
@@ -733,6 +739,22 @@ struct GemmRun<'a, T> {
 }
 
 impl<T: Element> GemmRun<'_, T> {
+    /// The one way [`GemmRun::run`] can fail, checked without touching any data: a GEMM
+    /// group that does not fuse into one stride in an operand's layout.
+    fn check(&self) -> Result<()> {
+        let cand = self.cand;
+        for (groups, labels, layout) in [
+            ([&cand.m, &cand.k], self.a.1, self.a.2),
+            ([&cand.k, &cand.n], self.b.1, self.b.2),
+            ([&cand.m, &cand.n], self.c.1, self.c.2),
+        ] {
+            for g in groups {
+                matdim(g, labels, layout)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Runs every GEMM: independent loops (in parallel when the candidate says so) around
     /// batch-reduce loops around one strided GEMM; the first call of each C block applies
     /// `beta`, later ones add; the epilogue runs once per block after the last.
@@ -1013,6 +1035,74 @@ mod tests {
             missing.is_empty(),
             "no case runs a candidate with {missing:?}"
         );
+    }
+
+    /// A C permuted in place for the GEMMs and back: every buffer of both permutations is
+    /// reserved before C moves, so a failure of any one of those allocations (injected, the
+    /// first, second, ... in turn) leaves C exactly as it was, and the run after the last
+    /// failure point gives the right result.
+    #[test]
+    #[cfg_attr(miri, ignore)] // planning takes Miri minutes; the movers run under it elsewhere
+    fn failed_in_place_runs_leave_c_as_it_was() {
+        use crate::transpose::inplace::fail_allocations_after;
+        let (a, b) = (ints::<f64>(&[3, 7, 5], 1), ints::<f64>(&[3, 5, 9], 2));
+        let product = crate::reference::einsum("bij,bjk->bki", &[a.view(), b.view()]).unwrap();
+        let c0: ArrayD<f64> = ints(product.shape(), 7);
+        let want = c0.mapv(|x| -x) + product.mapv(|x| 2.0 * x);
+        let inputs = [StridedView::of(&a), StridedView::of(&b)];
+        let mut injected = 0;
+        for threads in [1, 2] {
+            let opts = PlanOptions {
+                threads: Some(threads),
+                library: Some(GemmLibrary::Native),
+                // Room for neither a copy of C (1512 bytes) nor a tile of it; every candidate
+                // listed (the model alone plans this one as a direct GEMM only).
+                workspace_limit: Some(1000),
+                tile_bytes: Some(32),
+                tuning: crate::plan::PlanTuning::Measure {
+                    budget: Duration::ZERO,
+                },
+                ..Default::default()
+            };
+            let mut plan = ContractionPlan::with_options(
+                "bij,bjk->bki",
+                &[Layout::of(&a), Layout::of(&b)],
+                &Layout::of(&c0),
+                crate::DType::F64,
+                &opts,
+            )
+            .unwrap();
+            let in_place: Vec<usize> = (0..plan.candidates().len())
+                .filter(|&i| plan.candidates()[i].c_in_place.is_some())
+                .collect();
+            for i in in_place {
+                plan.choose(i).unwrap();
+                for k in 0.. {
+                    let mut c = c0.clone();
+                    fail_allocations_after(Some(k));
+                    let r =
+                        plan.execute(2.0, &inputs, -1.0, &mut StridedViewMut::of(&mut c).unwrap());
+                    fail_allocations_after(None);
+                    match r {
+                        Err(e) => {
+                            assert!(e.to_string().contains("injected"), "{e}");
+                            assert!(
+                                c.iter().zip(&c0).all(|(x, y)| x.to_bits() == y.to_bits()),
+                                "candidate {i}, failure {k}: C changed"
+                            );
+                            injected += 1;
+                        }
+                        Ok(_) => {
+                            for (g, w) in c.iter().zip(&want) {
+                                assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "candidate {i}");
+                            }
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(injected > 0, "no in-place run allocated a buffer");
     }
 
     fn every_candidate_cases(

@@ -106,7 +106,15 @@ fn dtype_of_descriptor(descr: &str) -> Option<DType> {
 pub fn read_any(path: &Path, what: &str) -> CliResult<AnyArray> {
     let bytes =
         std::fs::read(path).map_err(|e| CliError::new(format!("cannot read {what}: {e}")))?;
-    let mut data = &bytes[..];
+    parse_any(&bytes, what)
+}
+
+/// Parses the bytes of an `.npy` file as [`read_any`] does: any input gives an array or an
+/// error, never a panic or an allocation larger than the data it holds
+/// (`tests/fuzz/fuzz_targets/npy.rs`).
+pub fn parse_any(bytes: &[u8], what: &str) -> CliResult<AnyArray> {
+    check_header_length(bytes, what)?;
+    let mut data = bytes;
     let header = Header::from_reader(&mut data)
         .map_err(|e| CliError::new(format!("{what} is not a valid .npy file: {e}")))?;
     let descr = header.type_descriptor.to_string();
@@ -118,13 +126,42 @@ pub fn read_any(path: &Path, what: &str) -> CliResult<AnyArray> {
     })?;
     check_length(&header, dtype, data.len(), what)?;
     let read_err = |e: ndarray_npy::ReadNpyError| CliError::new(format!("cannot read {what}: {e}"));
-    let bytes = &bytes[..];
     Ok(match dtype {
         DType::F32 => AnyArray::F32(ArrayD::read_npy(bytes).map_err(read_err)?),
         DType::F64 => AnyArray::F64(ArrayD::read_npy(bytes).map_err(read_err)?),
         DType::C32 => AnyArray::C32(ArrayD::read_npy(bytes).map_err(read_err)?),
         DType::C64 => AnyArray::C64(ArrayD::read_npy(bytes).map_err(read_err)?),
     })
+}
+
+/// Rejects a file whose header announces more bytes than the file holds, before the `.npy`
+/// reader allocates a buffer of that length (up to 4 GiB from a version 2 file of a few
+/// bytes).
+fn check_header_length(bytes: &[u8], what: &str) -> CliResult<()> {
+    // Magic (6 bytes), version (2), then the header's length: 2 bytes in version 1, 4 after.
+    let (len, start) = match bytes.get(6) {
+        Some(1) => (
+            bytes
+                .get(8..10)
+                .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize),
+            10,
+        ),
+        Some(_) => (
+            bytes
+                .get(8..12)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize),
+            12,
+        ),
+        None => (None, 0),
+    };
+    match len {
+        Some(n) if n > bytes.len() - start => Err(CliError::new(format!(
+            "{what} is not a valid .npy file: its header announces {n} bytes but only {} follow",
+            bytes.len() - start
+        ))),
+        // Anything else is for the reader to accept or reject.
+        _ => Ok(()),
+    }
 }
 
 /// Rejects a header whose shape needs more data than the file holds (`data_len` bytes after
@@ -193,6 +230,27 @@ mod tests {
         assert_eq!(dtype_of_descriptor("'<f4'"), Some(DType::F32));
         assert_eq!(dtype_of_descriptor("'<c8'"), Some(DType::C32));
         assert_eq!(dtype_of_descriptor("'<i8'"), None);
+    }
+
+    #[test]
+    fn headers_longer_than_the_file_are_rejected_before_allocation() {
+        // Version 2 announcing a header of 0xfffffff0 bytes (the reader would allocate it).
+        let mut v2 = b"\x93NUMPY\x02\x00".to_vec();
+        v2.extend(0xffff_fff0u32.to_le_bytes());
+        let e = parse_any(&v2, "x.npy").unwrap_err().to_string();
+        assert!(
+            e.contains("announces 4294967280 bytes but only 0 follow"),
+            "{e}"
+        );
+        let mut v1 = b"\x93NUMPY\x01\x00".to_vec();
+        v1.extend(200u16.to_le_bytes());
+        v1.extend([b' '; 10]);
+        let e = parse_any(&v1, "x.npy").unwrap_err().to_string();
+        assert!(e.contains("announces 200 bytes but only 10 follow"), "{e}");
+        // A valid file still reads.
+        let mut ok = Vec::new();
+        ndarray_npy::WriteNpyExt::write_npy(&ndarray::arr1(&[1.0f64, 2.0]), &mut ok).unwrap();
+        assert_eq!(parse_any(&ok, "x.npy").unwrap().shape(), &[2]);
     }
 
     #[test]

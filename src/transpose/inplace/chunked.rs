@@ -19,7 +19,8 @@ use rayon::prelude::*;
 
 use super::leaders::CycleLeaders;
 use super::numtheory::{mul_mod, pow_mod};
-use crate::error::{Error, Result};
+use super::scratch::Scratch;
+use crate::error::Result;
 
 /// Chunks are moved in pieces of at most this many bytes (the per-thread buffer size).
 pub(crate) const PIECE_BYTES: usize = 64 << 10;
@@ -224,15 +225,6 @@ pub(crate) struct Schedule {
     imbalance: f64,
 }
 
-fn try_vec<T>(n: usize, what: &str) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| Error::Allocation {
-        bytes: n.saturating_mul(std::mem::size_of::<T>()),
-        what: what.to_string(),
-    })?;
-    Ok(v)
-}
-
 impl Schedule {
     /// Splits the cycles of `leaders` over `threads` bins: cycles longer than a
     /// `1/(ITEMS_PER_THREAD * threads)` share of the work are cut into sequences of about
@@ -355,18 +347,16 @@ fn block_parallel<T: Copy + Send + Sync>(
     block: &mut [T],
     leaders: &CycleLeaders,
     schedule: &Schedule,
-    m: usize,
-    n: usize,
-    chunk: usize,
-    piece: usize,
+    (m, n, chunk, piece): (usize, usize, usize, usize),
+    scratch: &mut Scratch<T>,
 ) -> Result<()> {
     let base = SharedPtr(block.as_mut_ptr());
     let nseq = schedule.seq_starts.len();
-    let mut saved: Vec<T> = try_vec(nseq * piece, "in-place transposition sequence buffers")?;
-    let mut bufs: Vec<Vec<T>> = Vec::with_capacity(schedule.bins.len());
-    for _ in 0..schedule.bins.len() {
-        bufs.push(try_vec(piece, "in-place transposition chunk buffers")?);
-    }
+    // Slot 0: the saved first pieces of the sequences; then one chunk buffer per bin.
+    scratch.reserve(0, 1, nseq * piece)?;
+    scratch.reserve(1, schedule.bins.len(), piece)?;
+    let (first, bufs) = scratch.take(0, 1 + schedule.bins.len(), 0)?.split_at_mut(1);
+    let saved = &mut first[0];
     let mut offset = 0;
     while offset < chunk {
         let g = Geometry {
@@ -385,7 +375,7 @@ fn block_parallel<T: Copy + Send + Sync>(
                 std::slice::from_raw_parts(base.0.add(g.at(s as usize)), g.len)
             });
         }
-        let saved_ref = &saved;
+        let saved_ref = &*saved;
         // Phase 2: every bin on its own thread.
         schedule
             .bins
@@ -423,12 +413,10 @@ fn block_parallel<T: Copy + Send + Sync>(
 /// Unless `forced`, small problems run on one thread.
 pub(crate) fn transpose_cycles<T: Copy + Send + Sync>(
     data: &mut [T],
-    batch: usize,
-    m: usize,
-    n: usize,
-    chunk: usize,
+    (batch, m, n, chunk): (usize, usize, usize, usize),
     threads: usize,
     forced: bool,
+    scratch: &mut Scratch<T>,
 ) -> Result<()> {
     let block = m * n * chunk;
     if block == 0 {
@@ -439,18 +427,15 @@ pub(crate) fn transpose_cycles<T: Copy + Send + Sync>(
     let moved = leaders.moved_chunks().saturating_mul(chunk as u64);
     let small = !forced && moved.saturating_mul(batch as u64) < PAR_MIN_ELEMS;
     if threads <= 1 || small {
-        let mut buf = try_vec(piece, "in-place transposition chunk buffer")?;
+        let buf = &mut scratch.take(0, 1, piece)?[0];
         for b in data.chunks_mut(block) {
-            block_serial(b, &leaders, (m, n, chunk, piece), &mut buf);
+            block_serial(b, &leaders, (m, n, chunk, piece), buf);
         }
         return Ok(());
     }
     if batch >= threads {
         // Level 1: whole blocks per task.
-        let mut bufs: Vec<Vec<T>> = Vec::with_capacity(threads);
-        for _ in 0..threads {
-            bufs.push(try_vec(piece, "in-place transposition chunk buffers")?);
-        }
+        let bufs = scratch.take(1, threads, piece)?;
         let per = batch.div_ceil(threads);
         data.par_chunks_mut(block * per)
             .zip(bufs.par_iter_mut())
@@ -463,7 +448,7 @@ pub(crate) fn transpose_cycles<T: Copy + Send + Sync>(
     }
     let schedule = Schedule::new(&leaders, m, threads);
     for b in data.chunks_mut(block) {
-        block_parallel(b, &leaders, &schedule, m, n, chunk, piece)?;
+        block_parallel(b, &leaders, &schedule, (m, n, chunk, piece), scratch)?;
     }
     Ok(())
 }
@@ -475,7 +460,14 @@ pub(crate) fn cycles_workspace_bytes(chunk: usize, elem_bytes: usize, threads: u
     let slots = if threads <= 1 {
         1
     } else {
-        threads * (1 + 2 * ITEMS_PER_THREAD as usize)
+        threads + max_sequences(threads)
     };
     piece * slots
+}
+
+/// Most split sequences of a parallel cycle schedule on `threads` threads: cycles longer than
+/// a `1/(ITEMS_PER_THREAD * threads)` share of the work are at most that many and are cut
+/// into at most as many sequences again.
+pub(crate) fn max_sequences(threads: usize) -> usize {
+    threads.saturating_mul(2 * ITEMS_PER_THREAD as usize)
 }

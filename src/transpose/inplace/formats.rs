@@ -18,7 +18,7 @@
 //! `rm` (or `cn`) elements between them parked in a workspace of `(n-1)*rm` (or `(m-1)*cn`)
 //! elements.
 
-use super::permute_in_place;
+use super::{InPlaceOptions, InPlacePlan, Scratch};
 use crate::error::{Error, Result};
 
 /// A matrix storage format.
@@ -248,11 +248,12 @@ pub fn format_offset(
 
 /// Moves `n_seg` segments of `n_con` elements, `n_sep` apart, to the front (in order); the
 /// elements between them follow, in order.
-fn pack<T: Copy>(data: &mut [T], n_seg: usize, n_con: usize, n_sep: usize) -> Result<()> {
-    if n_sep == 0 || n_seg <= 1 || n_con == 0 {
-        return Ok(());
+/// `gaps` is the workspace ([`gaps_len`] elements reserved).
+fn pack<T: Copy>(data: &mut [T], n_seg: usize, n_con: usize, n_sep: usize, gaps: &mut Vec<T>) {
+    if gaps_len(n_seg, n_con, n_sep) == 0 {
+        return;
     }
-    let mut gaps = workspace((n_seg - 1) * n_sep)?;
+    gaps.clear();
     for s in 0..n_seg - 1 {
         let at = s * (n_con + n_sep) + n_con;
         gaps.extend_from_slice(&data[at..at + n_sep]);
@@ -261,17 +262,16 @@ fn pack<T: Copy>(data: &mut [T], n_seg: usize, n_con: usize, n_sep: usize) -> Re
         let from = s * (n_con + n_sep);
         data.copy_within(from..from + n_con, s * n_con);
     }
-    data[n_seg * n_con..n_seg * n_con + gaps.len()].copy_from_slice(&gaps);
-    Ok(())
+    data[n_seg * n_con..n_seg * n_con + gaps.len()].copy_from_slice(gaps);
 }
 
 /// The inverse of [`pack`].
-fn unpack<T: Copy>(data: &mut [T], n_seg: usize, n_con: usize, n_sep: usize) -> Result<()> {
-    if n_sep == 0 || n_seg <= 1 || n_con == 0 {
-        return Ok(());
+fn unpack<T: Copy>(data: &mut [T], n_seg: usize, n_con: usize, n_sep: usize, gaps: &mut Vec<T>) {
+    if gaps_len(n_seg, n_con, n_sep) == 0 {
+        return;
     }
     let start = n_seg * n_con;
-    let mut gaps = workspace((n_seg - 1) * n_sep)?;
+    gaps.clear();
     gaps.extend_from_slice(&data[start..start + (n_seg - 1) * n_sep]);
     for s in (1..n_seg).rev() {
         data.copy_within(s * n_con..(s + 1) * n_con, s * (n_con + n_sep));
@@ -280,11 +280,23 @@ fn unpack<T: Copy>(data: &mut [T], n_seg: usize, n_con: usize, n_sep: usize) -> 
         let at = s * (n_con + n_sep) + n_con;
         data[at..at + n_sep].copy_from_slice(g);
     }
-    Ok(())
+}
+
+/// Elements of [`pack`]'s and [`unpack`]'s workspace.
+fn gaps_len(n_seg: usize, n_con: usize, n_sep: usize) -> usize {
+    if n_sep == 0 || n_seg <= 1 || n_con == 0 {
+        0
+    } else {
+        (n_seg - 1) * n_sep
+    }
 }
 
 fn workspace<T>(len: usize) -> Result<Vec<T>> {
     let mut v = Vec::new();
+    if len == 0 {
+        return Ok(v);
+    }
+    super::scratch::fail_point()?;
     v.try_reserve_exact(len).map_err(|_| Error::Allocation {
         bytes: len.saturating_mul(std::mem::size_of::<T>()),
         what: "format conversion packing workspace".into(),
@@ -332,22 +344,48 @@ pub fn convert_format<T: Copy + Send + Sync>(
     }
     let ps = parts(m, n, mb, nb);
     let (rm, cn) = (m % mb, n % nb);
-    match from {
-        StorageFormat::Cm => pack(data, n, m - rm, rm)?,
-        StorageFormat::Rm => pack(data, m, n - cn, cn)?,
-        _ => {}
-    }
+    // Everything that can fail comes before anything moves: the plans of the parts'
+    // permutations, their buffers and the packing workspace, so that a failed conversion
+    // leaves `data` as it was.
     let (fd, td) = (from.digits(), to.digits());
     let perm: Vec<usize> = td
         .iter()
         .map(|d| fd.iter().position(|e| e == d).unwrap_or(0))
         .collect();
-    let mut at = 0;
+    let mut scratch = Scratch::new();
+    let mut plans = Vec::new();
     for &k in &part_order(from) {
         let p = ps[k];
         let shape: Vec<usize> = fd.iter().map(|&d| p.radix(d)).collect();
-        permute_in_place(&mut data[at..at + p.len()], &shape, &perm)?;
-        at += p.len();
+        let plan = InPlacePlan::new(
+            &shape,
+            &perm,
+            std::mem::size_of::<T>(),
+            &InPlaceOptions::default(),
+        )?;
+        plan.reserve_into(&mut scratch)?;
+        plans.push((p.len(), plan));
+    }
+    let pack_gaps = match from {
+        StorageFormat::Cm => gaps_len(n, m - rm, rm),
+        StorageFormat::Rm => gaps_len(m, n - cn, cn),
+        _ => 0,
+    };
+    let unpack_gaps = match to {
+        StorageFormat::Cm => gaps_len(n, m - rm, rm),
+        StorageFormat::Rm => gaps_len(m, n - cn, cn),
+        _ => 0,
+    };
+    let mut gaps = workspace(pack_gaps.max(unpack_gaps))?;
+    match from {
+        StorageFormat::Cm => pack(data, n, m - rm, rm, &mut gaps),
+        StorageFormat::Rm => pack(data, m, n - cn, cn, &mut gaps),
+        _ => {}
+    }
+    let mut at = 0;
+    for (len, plan) in &plans {
+        plan.execute_with(&mut data[at..at + len], &mut scratch)?;
+        at += len;
     }
     if from.column_parts() != to.column_parts() {
         let (l12, l21) = (ps[1].len(), ps[2].len());
@@ -359,8 +397,8 @@ pub fn convert_format<T: Copy + Send + Sync>(
         }
     }
     match to {
-        StorageFormat::Cm => unpack(data, n, m - rm, rm)?,
-        StorageFormat::Rm => unpack(data, m, n - cn, cn)?,
+        StorageFormat::Cm => unpack(data, n, m - rm, rm, &mut gaps),
+        StorageFormat::Rm => unpack(data, m, n - cn, cn, &mut gaps),
         _ => {}
     }
     Ok(())
@@ -374,10 +412,41 @@ mod tests {
     fn inplace_pack_unpack_round_trip() {
         let orig: Vec<u32> = (0..4 * 7).collect();
         let mut v = orig.clone();
-        pack(&mut v, 4, 5, 2).unwrap();
+        let mut gaps = workspace(gaps_len(4, 5, 2)).unwrap();
+        pack(&mut v, 4, 5, 2, &mut gaps);
         assert_eq!(v[..10], [0, 1, 2, 3, 4, 7, 8, 9, 10, 11]);
         assert_eq!(v[20..], [5, 6, 12, 13, 19, 20, 26, 27]);
-        unpack(&mut v, 4, 5, 2).unwrap();
+        unpack(&mut v, 4, 5, 2, &mut gaps);
         assert_eq!(v, orig);
+    }
+
+    /// Every buffer of a conversion is had before anything moves: a failure of any of them
+    /// (injected, each in turn) leaves the matrix as it was.
+    #[test]
+    fn failed_conversions_leave_the_data_as_it_was() {
+        let (m, n, mb, nb) = (9, 13, 4, 5);
+        let orig: Vec<u32> = (0..(m * n) as u32).collect();
+        let mut injected = 0;
+        for (from, to) in [
+            (StorageFormat::Cm, StorageFormat::Rrrb),
+            (StorageFormat::Ccrb, StorageFormat::Rm),
+        ] {
+            let mut want = orig.clone();
+            convert_format(&mut want, m, n, mb, nb, from, to).unwrap();
+            for k in 0.. {
+                let mut v = orig.clone();
+                super::super::scratch::fail_allocations_after(Some(k));
+                let r = convert_format(&mut v, m, n, mb, nb, from, to);
+                super::super::scratch::fail_allocations_after(None);
+                if r.is_err() {
+                    assert_eq!(v, orig, "{from:?} -> {to:?}, failure {k}");
+                    injected += 1;
+                    continue;
+                }
+                assert_eq!(v, want);
+                break;
+            }
+        }
+        assert!(injected >= 2, "{injected} failures injected");
     }
 }

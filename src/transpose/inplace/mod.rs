@@ -21,12 +21,16 @@ mod formats;
 mod leaders;
 mod numtheory;
 mod permute;
+mod scratch;
 mod small;
 mod square;
 
 pub use formats::{convert_format, format_offset, StorageFormat};
 pub use leaders::{CycleLeaders, LeaderIter, Subproblem};
 pub use permute::{permute_array_in_place, permute_in_place, InPlacePlan, SwapStep};
+#[cfg(test)]
+pub(crate) use scratch::fail_allocations_after;
+pub use scratch::Scratch;
 
 use crate::error::{Error, Result};
 use crate::transpose::on_threads;
@@ -209,6 +213,17 @@ pub fn transpose_batch_in_place<T: Copy + Send + Sync>(
     chunk: usize,
     opts: &InPlaceOptions,
 ) -> Result<()> {
+    transpose_batch_with(data, (batch, m, n, chunk), opts, &mut Scratch::new())
+}
+
+/// [`transpose_batch_in_place`] with its buffers from `scratch` (allocated there when it has
+/// less room than [`reserve_batch`] reserves).
+pub(crate) fn transpose_batch_with<T: Copy + Send + Sync>(
+    data: &mut [T],
+    (batch, m, n, chunk): (usize, usize, usize, usize),
+    opts: &InPlaceOptions,
+    scratch: &mut Scratch<T>,
+) -> Result<()> {
     let what = || format!("an in-place transposition of {batch} x {m} x {n} chunks of {chunk}");
     let len = checked_product(&[batch, m, n, chunk], what)?;
     if len != data.len() {
@@ -238,9 +253,40 @@ pub fn transpose_batch_in_place<T: Copy + Send + Sync>(
             square::transpose_square(data, batch, n, chunk, threads, forced);
             Ok(())
         }
-        Method::Buffered => small::transpose_buffered(data, batch, m, n, chunk, threads),
-        _ => chunked::transpose_cycles(data, batch, m, n, chunk, threads, forced),
+        Method::Buffered => small::transpose_buffered(data, batch, m, n, chunk, threads, scratch),
+        _ => chunked::transpose_cycles(data, (batch, m, n, chunk), threads, forced, scratch),
     })
+}
+
+/// Reserves in `scratch` every buffer [`transpose_batch_with`] takes for this problem (an
+/// upper bound: the serial and parallel cycle movers' slots both), so that the transposition
+/// itself allocates none.
+pub(crate) fn reserve_batch<T>(
+    scratch: &mut Scratch<T>,
+    (batch, m, n, chunk): (usize, usize, usize, usize),
+    opts: &InPlaceOptions,
+) -> Result<()> {
+    if m <= 1 || n <= 1 || batch == 0 || chunk == 0 {
+        return Ok(());
+    }
+    let threads = opts.thread_count()?;
+    let method = match opts.method {
+        Method::Auto => Method::choose(m, n, chunk, std::mem::size_of::<T>()),
+        other => other,
+    };
+    match method {
+        Method::Square => Ok(()),
+        Method::Buffered => {
+            let block = checked_product(&[m, n, chunk], || "an in-place block".into())?;
+            scratch.reserve(1, threads.min(batch).max(1), block)
+        }
+        _ => {
+            let piece = chunked::piece_len::<T>(chunk);
+            let saved = piece.saturating_mul(chunked::max_sequences(threads));
+            scratch.reserve(0, 1, saved.max(piece))?;
+            scratch.reserve(1, threads, piece)
+        }
+    }
 }
 
 /// Upper bound of the workspace bytes [`transpose_batch_in_place`] allocates for one
@@ -365,5 +411,46 @@ mod tests {
         };
         assert_eq!(chunked::piece_len::<[u64; 256]>(33), 32);
         check(big, (1, 3, 2, 33), false);
+    }
+
+    /// A plan of several passes reserves every pass's buffers before the first: a failure of
+    /// any of those allocations (injected, each in turn) leaves the data as it was, and the
+    /// run after the last one permutes it.
+    #[test]
+    fn failed_plans_leave_the_data_as_it_was() {
+        let (shape, perm) = ([5, 7, 3, 4], [3, 1, 0, 2]);
+        let len: usize = shape.iter().product();
+        let orig: Vec<u32> = (0..len as u32).collect();
+        let a = ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&shape), orig.clone()).unwrap();
+        let want: Vec<u32> = a
+            .permuted_axes(ndarray::IxDyn(&perm))
+            .iter()
+            .copied()
+            .collect();
+        let mut injected = 0;
+        for method in [Method::Cycles, Method::Buffered, Method::Auto] {
+            for threads in [1, 2] {
+                let opts = InPlaceOptions {
+                    threads: Some(threads),
+                    method,
+                };
+                let plan = InPlacePlan::new(&shape, &perm, 4, &opts).unwrap();
+                assert!(plan.steps().len() > 1, "{}", plan.describe());
+                for k in 0.. {
+                    let mut v = orig.clone();
+                    scratch::fail_allocations_after(Some(k));
+                    let r = plan.execute(&mut v);
+                    scratch::fail_allocations_after(None);
+                    if r.is_err() {
+                        assert_eq!(v, orig, "{method:?}, {threads} threads, failure {k}");
+                        injected += 1;
+                        continue;
+                    }
+                    assert_eq!(v, want, "{method:?}, {threads} threads");
+                    break;
+                }
+            }
+        }
+        assert!(injected >= 6, "{injected} failures injected");
     }
 }

@@ -17,7 +17,8 @@ use std::collections::{BinaryHeap, HashMap};
 use ndarray::{ArrayD, IxDyn};
 
 use super::{
-    checked_product, transpose_batch_in_place, transpose_workspace_bytes, InPlaceOptions, Method,
+    checked_product, reserve_batch, transpose_batch_with, transpose_workspace_bytes,
+    InPlaceOptions, Method, Scratch,
 };
 use crate::error::{Error, Result};
 use crate::tensor::check_permutation;
@@ -30,7 +31,7 @@ const RANDOM_ACCESS_BYTES: u64 = 256;
 /// The same for chunk swaps of the square method (tile-local accesses).
 const TILE_ACCESS_BYTES: u64 = 32;
 
-/// One pass of an [`InPlacePlan`]: [`transpose_batch_in_place`] with these arguments.
+/// One pass of an [`InPlacePlan`]: [`super::transpose_batch_in_place`] with these arguments.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SwapStep {
     /// Independent blocks.
@@ -361,7 +362,9 @@ impl InPlacePlan {
     }
 
     /// Runs the plan on `data` (row-major, the planned shape). Errors when the length or
-    /// the element size differs from the plan's.
+    /// the element size differs from the plan's, or when the buffers of its passes cannot be
+    /// had; it reserves them all before the first pass, so that an error leaves `data` as it
+    /// was.
     ///
     /// ```
     /// use ttgt::transpose::inplace::{InPlacePlan, InPlaceOptions};
@@ -372,6 +375,68 @@ impl InPlacePlan {
     /// assert!(p.execute(&mut [0.0f64; 6]).is_err());
     /// ```
     pub fn execute<T: Copy + Send + Sync>(&self, data: &mut [T]) -> Result<()> {
+        self.check_data(data)?;
+        let mut scratch = self.reserve()?;
+        self.execute_with(data, &mut scratch)
+    }
+
+    /// The buffers of every pass of the plan, reserved now ([`InPlacePlan::execute_with`]).
+    ///
+    /// ```
+    /// use ttgt::transpose::inplace::{InPlacePlan, InPlaceOptions};
+    /// let p = InPlacePlan::new(&[40, 3, 50], &[2, 0, 1], 8, &InPlaceOptions::default()).unwrap();
+    /// assert!(p.reserve::<f64>().is_ok());
+    /// ```
+    pub fn reserve<T: Copy>(&self) -> Result<Scratch<T>> {
+        let mut scratch = Scratch::new();
+        self.reserve_into(&mut scratch)?;
+        Ok(scratch)
+    }
+
+    /// Adds the buffers of every pass of the plan to `scratch` (for running this plan and
+    /// others, e.g. a permutation and its inverse, from one reservation).
+    pub fn reserve_into<T: Copy>(&self, scratch: &mut Scratch<T>) -> Result<()> {
+        for s in &self.steps {
+            reserve_batch(scratch, (s.batch, s.m, s.n, s.chunk), &self.step_options(s))?;
+        }
+        Ok(())
+    }
+
+    /// Runs the plan on `data` with the buffers of `scratch`; after
+    /// [`InPlacePlan::reserve`] (or [`InPlacePlan::reserve_into`] on `scratch`) it allocates
+    /// nothing and fails only where [`InPlacePlan::execute`] would have before moving
+    /// anything (a length or element size other than the plan's).
+    pub fn execute_with<T: Copy + Send + Sync>(
+        &self,
+        data: &mut [T],
+        scratch: &mut Scratch<T>,
+    ) -> Result<()> {
+        self.check_data(data)?;
+        for s in &self.steps {
+            transpose_batch_with(
+                data,
+                (s.batch, s.m, s.n, s.chunk),
+                &self.step_options(s),
+                scratch,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The options of one pass: auto plans re-resolve to the same method (and keep small
+    /// passes serial).
+    fn step_options(&self, s: &SwapStep) -> InPlaceOptions {
+        let method = match self.options.method {
+            Method::Auto => Method::Auto,
+            _ => s.method,
+        };
+        InPlaceOptions {
+            method,
+            ..self.options
+        }
+    }
+
+    fn check_data<T>(&self, data: &[T]) -> Result<()> {
         if data.len() != self.len || std::mem::size_of::<T>() != self.elem_bytes {
             return Err(Error::PlanMismatch(format!(
                 "in-place plan for {} elements of {} bytes executed on {} elements of {} bytes",
@@ -380,18 +445,6 @@ impl InPlacePlan {
                 data.len(),
                 std::mem::size_of::<T>()
             )));
-        }
-        for s in &self.steps {
-            // Auto plans re-resolve to the same method (and keep small passes serial)
-            let method = match self.options.method {
-                Method::Auto => Method::Auto,
-                _ => s.method,
-            };
-            let opts = InPlaceOptions {
-                method,
-                ..self.options
-            };
-            transpose_batch_in_place(data, s.batch, s.m, s.n, s.chunk, &opts)?;
         }
         Ok(())
     }

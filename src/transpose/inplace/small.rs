@@ -4,7 +4,8 @@
 
 use rayon::prelude::*;
 
-use crate::error::{Error, Result};
+use super::scratch::Scratch;
+use crate::error::Result;
 
 /// Blocks of at most this many bytes go through a buffer (when the method is automatic).
 pub(crate) const SMALL_BYTES: usize = 64 << 10;
@@ -29,15 +30,6 @@ fn block_buffered<T: Copy>(block: &mut [T], m: usize, n: usize, chunk: usize, tm
     }
 }
 
-fn buffer<T>(len: usize) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| Error::Allocation {
-        bytes: len.saturating_mul(std::mem::size_of::<T>()),
-        what: "in-place transposition block buffer".into(),
-    })?;
-    Ok(v)
-}
-
 /// Transposes `batch` blocks through a per-thread buffer of one block.
 pub(crate) fn transpose_buffered<T: Copy + Send + Sync>(
     data: &mut [T],
@@ -46,16 +38,14 @@ pub(crate) fn transpose_buffered<T: Copy + Send + Sync>(
     n: usize,
     chunk: usize,
     threads: usize,
+    scratch: &mut Scratch<T>,
 ) -> Result<()> {
     let block = m * n * chunk;
     if block == 0 {
         return Ok(());
     }
     let workers = threads.min(batch).max(1);
-    let mut tmps: Vec<Vec<T>> = Vec::with_capacity(workers);
-    for _ in 0..workers {
-        tmps.push(buffer(block)?);
-    }
+    let tmps = scratch.take(1, workers, block)?;
     if workers == 1 {
         for b in data.chunks_mut(block) {
             block_buffered(b, m, n, chunk, &mut tmps[0]);

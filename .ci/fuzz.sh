@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# CI: every fuzz target of tests/fuzz (cargo-fuzz: libFuzzer with AddressSanitizer, nightly)
+# for TTGT_FUZZ_SECONDS seconds each (default 20), starting from the committed corpora (new
+# inputs go to a temporary directory, the repository is not written). Targets: spec (parser
+# and binder), einsum (results against the reference), npy (the CLI's reader), plan (the
+# contraction planner and executor against the reference, every candidate), transpose (the
+# transposition engine's kernels and the in-place movers, with guards around B). A crash, a
+# leak, an out-of-memory or a target that runs fewer than 100 inputs fails the run; its input
+# is left in tests/fuzz/artifacts. Fails when nightly or cargo-fuzz cannot be had, unless
+# TTGT_FUZZ_OPTIONAL=1 (a recorded skip).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+# shellcheck source=.ci/nightly.sh
+source .ci/nightly.sh Fuzz TTGT_FUZZ_OPTIONAL
+need_nightly rust-src
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  cargo install --locked cargo-fuzz >/dev/null 2>&1 || skip "could not install cargo-fuzz"
+fi
+seconds="${TTGT_FUZZ_SECONDS:-20}"
+cargo +nightly fuzz build -O --fuzz-dir tests/fuzz
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+status=0
+for t in spec einsum npy plan transpose; do
+  mkdir -p "$work/$t"
+  if cargo +nightly fuzz run -O --fuzz-dir tests/fuzz "$t" "$work/$t" "tests/fuzz/corpus/$t" -- \
+    -max_total_time="$seconds" -print_final_stats=1 >"$work/$t.log" 2>&1; then
+    runs="$(awk '/stat::number_of_executed_units/ { print $2 }' "$work/$t.log")"
+    echo "fuzz $t: ${runs:-0} inputs in ${seconds} s, no failure"
+    [ "${runs:-0}" -ge 100 ] || { echo "fuzz $t: ran fewer than 100 inputs" >&2; status=1; }
+  else
+    echo "fuzz $t: FAILED" >&2
+    tail -n 60 "$work/$t.log" >&2
+    status=1
+  fi
+done
+exit "$status"

@@ -3,9 +3,12 @@
 //!
 //! Plans resolve the count once, when they are made, and the plan caches key on the resolved
 //! count, so a plan made for two threads is never reused for a call that should run on one.
+//! A call on a count other than its caller's pool runs in a kept pool of that size
+//! (`on_threads`; at most [`MAX_POOLS`] kept, [`release_pools`] drops them).
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, Result};
 
@@ -111,9 +114,120 @@ pub fn with_threads<R>(n: usize, f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// Most rayon pools [`on_threads`] keeps for thread counts other than the caller's (the least
+/// recently used beyond it is dropped, its threads end when its last user leaves).
+pub const MAX_POOLS: usize = 4;
+
+/// Kept pools with their thread counts, most recently used last.
+type Pools = Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>>;
+
+/// The pools of [`on_threads`].
+fn pools() -> &'static Pools {
+    static POOLS: OnceLock<Pools> = OnceLock::new();
+    POOLS.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+/// Drops the rayon pools kept for calls on a thread count other than their caller's pool
+/// (their threads end once no call runs on them) and returns how many there were. The next
+/// such call builds its pool again.
+///
+/// ```
+/// let a = ndarray::Array2::<f64>::ones((64, 64));
+/// let plan = ttgt::ContractionPlan::with_options(
+///     "ij,jk->ik",
+///     &[ttgt::Layout::of(&a), ttgt::Layout::of(&a)],
+///     &ttgt::Layout::of(&a),
+///     ttgt::DType::F64,
+///     &ttgt::plan::PlanOptions { threads: Some(3), ..Default::default() },
+/// )
+/// .unwrap();
+/// let mut c = ndarray::Array2::<f64>::zeros((64, 64));
+/// let v = ttgt::tensor::StridedView::of(&a);
+/// plan.execute(1.0, &[v.clone(), v], 0.0, &mut ttgt::tensor::StridedViewMut::of(&mut c).unwrap())
+///     .unwrap();
+/// assert!(ttgt::threads::kept_pools() <= ttgt::threads::MAX_POOLS);
+/// ttgt::threads::release_pools();
+/// assert_eq!(ttgt::threads::kept_pools(), 0);
+/// ```
+pub fn release_pools() -> usize {
+    let mut pools = pools().lock().unwrap_or_else(|p| p.into_inner());
+    let n = pools.len();
+    pools.clear();
+    n
+}
+
+/// How many pools [`on_threads`] keeps now (at most [`MAX_POOLS`]).
+pub fn kept_pools() -> usize {
+    pools().lock().unwrap_or_else(|p| p.into_inner()).len()
+}
+
+/// Whether a parallel region on `threads` threads entered from here has to wake sleeping
+/// workers: the caller is not a worker of a rayon pool of that size (15-21 us a region on
+/// the 2-core Zen 4 host, against 0.5 us from inside such a pool). Small work then runs on
+/// the calling thread ([`crate::transpose::PARALLEL_MIN_BYTES`], and the contraction's
+/// parallel GEMM loops).
+pub(crate) fn wakes_threads(threads: usize) -> bool {
+    rayon::current_thread_index().is_none() || rayon::current_num_threads() != threads
+}
+
+/// Runs `f` on a rayon pool of `threads` threads: right here when this thread is a worker of
+/// such a pool, else installed in one (a caller outside any pool pays one wake-up for the
+/// whole of `f`, not one per parallel region inside it: a threaded GEMM opens one per block
+/// of its depth). Pools are kept for reuse, at most [`MAX_POOLS`]; where the system refuses
+/// a new pool's threads, `f` runs on the calling thread (the same result, on fewer threads).
+pub(crate) fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    if !wakes_threads(threads) {
+        return f();
+    }
+    let pool = {
+        let mut pools = pools().lock().unwrap_or_else(|p| p.into_inner());
+        match pools.iter().position(|(n, _)| *n == threads) {
+            Some(k) => {
+                let entry = pools.remove(k);
+                let p = entry.1.clone();
+                pools.push(entry);
+                Some(p)
+            }
+            None => rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .ok()
+                .map(|p| {
+                    let p = Arc::new(p);
+                    if pools.len() >= MAX_POOLS {
+                        pools.remove(0);
+                    }
+                    pools.push((threads, p.clone()));
+                    p
+                }),
+        }
+    };
+    match pool {
+        Some(p) => p.install(f),
+        None => f(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pools_are_bounded_and_reused() {
+        let mut counts = Vec::new();
+        for n in 2..=MAX_POOLS + 3 {
+            counts.push(on_threads(n, rayon::current_num_threads));
+        }
+        assert_eq!(counts, (2..=MAX_POOLS + 3).collect::<Vec<_>>());
+        assert!(kept_pools() <= MAX_POOLS);
+        // The most recent count is kept: the same pool again.
+        let last = MAX_POOLS + 3;
+        let kept = |n: usize| pools().lock().unwrap().iter().any(|(k, _)| *k == n);
+        assert!(kept(last) && !kept(2));
+        assert_eq!(on_threads(last, rayon::current_num_threads), last);
+        assert!(release_pools() >= 1);
+        assert!(!kept(last));
+    }
 
     #[test]
     fn override_is_per_thread() {

@@ -18,9 +18,8 @@ mod strided;
 pub use cache::{cached_plan, clear_plan_cache, transpose, PLAN_CACHE_CAPACITY};
 pub(crate) use kernel::streaming_copy;
 pub use kernel::Isa;
-pub(crate) use plan::{
-    bump_rules_generation, load_rules, on_threads, rules_generation, wakes_threads,
-};
+pub(crate) use crate::threads::{on_threads, wakes_threads};
+pub(crate) use plan::{bump_rules_generation, load_rules, rules_generation};
 pub use plan::{
     far_row_prefetch, line_tile_streaming, scatter_regroup, set_far_row_prefetch,
     set_line_tile_streaming, set_scatter_regroup, KernelKind, TransposeOptions, TransposePlan,

@@ -3,9 +3,7 @@
 //! in-register SIMD micro-tiles — with HPTT's loop-order and parallelization heuristics, an
 //! optional measured tuning within a time budget, and execution on rayon.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
@@ -14,6 +12,7 @@ use super::kernel::{self, Isa, Micro, Scalars, Tile};
 use super::problem::{Dim, Normalized};
 use super::staged::{Staged, StagedLoop};
 use crate::error::{Error, Result};
+use crate::threads::{on_threads, wakes_threads};
 use crate::tensor::{spans_overlap, DType, Element, Layout, StridedView, StridedViewMut};
 
 /// How a plan is chosen.
@@ -443,48 +442,6 @@ fn unstaged() -> bool {
     #[cfg(not(test))]
     {
         false
-    }
-}
-
-fn pools() -> &'static Mutex<HashMap<usize, Arc<rayon::ThreadPool>>> {
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
-    POOLS.get_or_init(|| Mutex::new(HashMap::new()))
-}
-
-/// Whether a parallel region on `threads` threads entered from here has to wake sleeping
-/// workers: the caller is not a worker of a rayon pool of that size (15-21 us a region on
-/// the 2-core Zen 4 host, against 0.5 us from inside such a pool). Small work then runs on
-/// the calling thread ([`PARALLEL_MIN_BYTES`], and the contraction's parallel GEMM loops).
-pub(crate) fn wakes_threads(threads: usize) -> bool {
-    rayon::current_thread_index().is_none() || rayon::current_num_threads() != threads
-}
-
-/// Runs `f` on a rayon pool of `threads` threads: right here when this thread is a worker of
-/// such a pool, else installed in one (a caller outside any pool pays one wake-up for the
-/// whole of `f`, not one per parallel region inside it: a threaded GEMM opens one per block
-/// of its depth).
-pub(crate) fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
-    if !wakes_threads(threads) {
-        return f();
-    }
-    let pool = {
-        let mut map = pools().lock().unwrap_or_else(|p| p.into_inner());
-        match map.get(&threads) {
-            Some(p) => Some(p.clone()),
-            None => rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .ok()
-                .map(|p| {
-                    let p = Arc::new(p);
-                    map.insert(threads, p.clone());
-                    p
-                }),
-        }
-    };
-    match pool {
-        Some(p) => p.install(f),
-        None => f(),
     }
 }
 

@@ -193,6 +193,10 @@ pub enum Error {
     /// An operation that is valid einsum but not supported by the called entry point.
     #[error("{0}")]
     Unsupported(String),
+    /// An inconsistency inside ttgt's own plan (a label a step needs missing from the
+    /// operand it belongs to): a bug, reported instead of computing a wrong result.
+    #[error("internal error (please report): {0}")]
+    Internal(String),
     /// A contraction path that does not fit the spec, or no path within a memory limit.
     #[error("invalid contraction path: {0}")]
     InvalidPath(String),

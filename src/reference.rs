@@ -48,7 +48,12 @@ fn odometer(dims: &[usize], mut f: impl FnMut(&[usize])) {
 /// ```
 pub fn element<T: Element>(bound: &BoundSpec, ops: &[StridedView<'_, T>], out_idx: &[usize]) -> T {
     let labels: Vec<Label> = bound.extents().keys().copied().collect();
-    let pos = |l: Label| labels.iter().position(|&x| x == l).unwrap_or(0);
+    // Every label of every term is a key of the bound spec's extents (bind puts it there).
+    let pos = |l: Label| {
+        let p = labels.iter().position(|&x| x == l);
+        debug_assert!(p.is_some(), "label {l:?} without an extent");
+        p.unwrap_or(0)
+    };
     let summed: Vec<usize> = labels
         .iter()
         .enumerate()

@@ -17,7 +17,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-use super::groups::{axes_of, by_stride, fuse_axes, packed_layout, stride_of};
+use super::groups::{axes_of, axis_of, by_stride, fuse_axes, packed_layout, stride_of};
 use super::loops::NestedLoops;
 use super::options::{PlanOptions, DEFAULT_TILE_BYTES, WIDE_TILE_BYTES};
 use super::prepare::OperandPrep;
@@ -550,9 +550,14 @@ impl Pricer<'_> {
         let phys_labels: Vec<Label> = phys.iter().map(|&i| out[i]).collect();
         let shape_p: Vec<usize> = phys_labels.iter().map(|&l| ext(l)).collect();
         let shape_o: Vec<usize> = order.iter().map(|&l| ext(l)).collect();
-        let pos = |ls: &[Label], l: Label| ls.iter().position(|&x| x == l).unwrap_or(0);
-        let to_o: Vec<usize> = order.iter().map(|&l| pos(&phys_labels, l)).collect();
-        let to_p: Vec<usize> = phys_labels.iter().map(|&l| pos(order, l)).collect();
+        let to_o: Vec<usize> = order
+            .iter()
+            .map(|&l| axis_of(l, &phys_labels))
+            .collect::<Result<_>>()?;
+        let to_p: Vec<usize> = phys_labels
+            .iter()
+            .map(|&l| axis_of(l, order))
+            .collect::<Result<_>>()?;
         let opts = InPlaceOptions {
             threads: Some(self.threads),
             ..Default::default()

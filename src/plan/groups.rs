@@ -2,7 +2,7 @@
 //! group fuses into one matrix dimension, and the layout of a row-major packed buffer.
 
 use crate::einsum::Label;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::tensor::Layout;
 
 /// Fuses a group of axes, `(extent, stride)` pairs outermost first, into one matrix
@@ -38,7 +38,8 @@ pub(crate) fn axes_of<'a>(
     })
 }
 
-/// Extents and strides of `labels` in a tensor whose axes carry `axis_labels` and `layout`.
+/// Extents and strides of `labels` in a tensor whose axes carry `axis_labels` and `layout`
+/// (a label it has no axis for: extent 1, stride 0, as [`stride_of`]).
 pub(crate) fn group(
     labels: &[Label],
     axis_labels: &[Label],
@@ -46,11 +47,20 @@ pub(crate) fn group(
 ) -> (Vec<usize>, Vec<isize>) {
     labels
         .iter()
-        .map(|l| {
-            let i = axis_labels.iter().position(|x| x == l).unwrap_or(0);
-            (layout.dims()[i], layout.strides()[i])
+        .map(|l| match axis_labels.iter().position(|x| x == l) {
+            Some(i) => (layout.dims()[i], layout.strides()[i]),
+            None => (1, 0),
         })
         .unzip()
+}
+
+/// The axis of `label` among `labels`; its absence is an [`Error::Internal`] (the callers
+/// look up labels their plan put there).
+pub(crate) fn axis_of(label: Label, labels: &[Label]) -> Result<usize> {
+    labels
+        .iter()
+        .position(|&x| x == label)
+        .ok_or_else(|| Error::Internal(format!("label {label:?} is not among the axes {labels:?}")))
 }
 
 /// The layout over `axis_labels` of a row-major buffer whose axes, outermost first, are
@@ -90,7 +100,8 @@ pub(crate) fn by_stride(labels: &[Label], axis_labels: &[Label], layout: &Layout
     pairs.into_iter().map(|(l, _)| l).collect()
 }
 
-/// Stride of `label` in a tensor with axes `labels` (0 when it has no such axis).
+/// Stride of `label` in a tensor with axes `labels` (0 when it has no such axis: a loop over
+/// a label one operand lacks leaves that operand in place, as broadcasting does).
 pub(crate) fn stride_of(label: Label, labels: &[Label], l: &Layout) -> isize {
     labels
         .iter()

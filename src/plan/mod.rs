@@ -26,7 +26,7 @@ pub use candidate::{
     EXECUTE_CALL_SECONDS,
 };
 pub use contraction::ContractionPlan;
-pub(crate) use groups::{axes_of, fuse_axes, packed_layout, stride_of};
+pub(crate) use groups::{axes_of, axis_of, fuse_axes, packed_layout, stride_of};
 pub use loops::{LoopDim, NestedLoops, LOOPS_ALONE_SECONDS, LOOPS_MAX_PRODUCTS};
 pub use options::{Epilogue, PlanOptions, PlanTuning, DEFAULT_TILE_BYTES, WIDE_TILE_BYTES};
 pub use path::{

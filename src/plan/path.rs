@@ -416,7 +416,12 @@ fn to_positions(ssa: &mut Ssa, n: usize) -> Vec<(usize, usize)> {
     let mut ids: Vec<usize> = (0..n).collect();
     let mut out = Vec::with_capacity(ssa.len());
     for (step, pair) in ssa.iter_mut().enumerate() {
-        let pos = |id: usize| ids.iter().position(|&v| v == id).unwrap_or(0);
+        // Every id of a step is live: an input or an earlier step's result not yet consumed.
+        let pos = |id: usize| {
+            let p = ids.iter().position(|&v| v == id);
+            debug_assert!(p.is_some(), "operand {id} is not live at step {step}");
+            p.unwrap_or(0)
+        };
         let (i, j) = (pos(pair.0), pos(pair.1));
         if i > j {
             *pair = (pair.1, pair.0);

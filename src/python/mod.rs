@@ -12,16 +12,17 @@ mod arrays;
 mod calls;
 mod plan;
 
-use pyo3::exceptions::{PyMemoryError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::Error;
 
 /// A ttgt error as the Python exception a numpy user expects: `MemoryError` when an
-/// allocation failed, `ValueError` otherwise.
+/// allocation failed, `RuntimeError` for an internal inconsistency, `ValueError` otherwise.
 pub(crate) fn to_py(e: Error) -> PyErr {
     match e {
         Error::Allocation { .. } => PyMemoryError::new_err(e.to_string()),
+        Error::Internal(_) => PyRuntimeError::new_err(e.to_string()),
         _ => PyValueError::new_err(e.to_string()),
     }
 }

@@ -15,10 +15,10 @@ mod problem;
 mod staged;
 mod strided;
 
+pub(crate) use crate::threads::{on_threads, wakes_threads};
 pub use cache::{cached_plan, clear_plan_cache, transpose, PLAN_CACHE_CAPACITY};
 pub(crate) use kernel::streaming_copy;
 pub use kernel::Isa;
-pub(crate) use crate::threads::{on_threads, wakes_threads};
 pub(crate) use plan::{bump_rules_generation, load_rules, rules_generation};
 pub use plan::{
     far_row_prefetch, line_tile_streaming, scatter_regroup, set_far_row_prefetch,

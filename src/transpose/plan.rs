@@ -12,8 +12,8 @@ use super::kernel::{self, Isa, Micro, Scalars, Tile};
 use super::problem::{Dim, Normalized};
 use super::staged::{Staged, StagedLoop};
 use crate::error::{Error, Result};
-use crate::threads::{on_threads, wakes_threads};
 use crate::tensor::{spans_overlap, DType, Element, Layout, StridedView, StridedViewMut};
+use crate::threads::{on_threads, wakes_threads};
 
 /// How a plan is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]

@@ -9,7 +9,7 @@ use super::loops::run_nested;
 use crate::einsum::Label;
 use crate::error::{Error, Result};
 use crate::plan::{
-    axes_of, fuse_axes, packed_layout, stride_of, Candidate, ContractionPlan, Epilogue,
+    axes_of, axis_of, fuse_axes, packed_layout, stride_of, Candidate, ContractionPlan, Epilogue,
     OperandPrep, TiledC,
 };
 use crate::tensor::{
@@ -195,8 +195,8 @@ impl ContractionPlan {
             let kept = &self.preps[0].kept;
             let perm: Vec<usize> = out
                 .iter()
-                .map(|l| kept.iter().position(|x| x == l).unwrap_or(0))
-                .collect();
+                .map(|&l| axis_of(l, kept))
+                .collect::<Result<_>>()?;
             transpose_on(threads, &perm, alpha, &views[0], beta, c)?;
             apply_epilogue(epilogue, c);
             times.write_c = t.elapsed();

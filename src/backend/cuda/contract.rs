@@ -454,8 +454,11 @@ pub struct GpuContractionPlan {
     pub predicted_seconds: f64,
 }
 
+/// The axis of `l` among `labels` (callers look up labels the plan put there).
 fn position(labels: &[Label], l: Label) -> usize {
-    labels.iter().position(|&x| x == l).unwrap_or(0)
+    let p = labels.iter().position(|&x| x == l);
+    debug_assert!(p.is_some(), "label {l:?} not among {labels:?}");
+    p.unwrap_or(0)
 }
 
 fn step(

@@ -350,6 +350,7 @@ pub fn convert_format<T: Copy + Send + Sync>(
     let (fd, td) = (from.digits(), to.digits());
     let perm: Vec<usize> = td
         .iter()
+        // Every format orders the same four digits.
         .map(|d| fd.iter().position(|e| e == d).unwrap_or(0))
         .collect();
     let mut scratch = Scratch::new();

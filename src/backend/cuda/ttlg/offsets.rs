@@ -158,7 +158,10 @@ pub(crate) fn build_meta(p: &GpuProblem, s: &Slice, outer: &[OuterDim], rank: us
                 let mut digit = vec![0usize; all.len()];
                 // Mixed-radix weights of each dim in the column and row numbering.
                 let weight = |side: &[usize], exts: &[usize], d: usize| -> usize {
-                    let k = side.iter().position(|&x| x == d).unwrap_or(0);
+                    // `d` is a dim of this side (the callers iterate that side's dims).
+                    let k = side.iter().position(|&x| x == d);
+                    debug_assert!(k.is_some(), "dim {d} not on its side");
+                    let k = k.unwrap_or(0);
                     exts[..k].iter().product()
                 };
                 let w: Vec<usize> = all

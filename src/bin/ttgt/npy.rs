@@ -136,7 +136,7 @@ pub fn parse_any(bytes: &[u8], what: &str) -> CliResult<AnyArray> {
 
 /// Rejects a file whose header announces more bytes than the file holds, before the `.npy`
 /// reader allocates a buffer of that length (up to 4 GiB from a version 2 file of a few
-/// bytes).
+/// bytes), and a header whose brackets nest too deeply for the reader to parse in time.
 fn check_header_length(bytes: &[u8], what: &str) -> CliResult<()> {
     // Magic (6 bytes), version (2), then the header's length: 2 bytes in version 1, 4 after.
     let (len, start) = match bytes.get(6) {
@@ -154,15 +154,42 @@ fn check_header_length(bytes: &[u8], what: &str) -> CliResult<()> {
         ),
         None => (None, 0),
     };
-    match len {
-        Some(n) if n > bytes.len() - start => Err(CliError::new(format!(
-            "{what} is not a valid .npy file: its header announces {n} bytes but only {} follow",
-            bytes.len() - start
-        ))),
+    let n = match len {
+        Some(n) if n > bytes.len() - start => {
+            return Err(CliError::new(format!(
+                "{what} is not a valid .npy file: its header announces {n} bytes but only {} \
+                 follow",
+                bytes.len() - start
+            )))
+        }
+        Some(n) => n,
         // Anything else is for the reader to accept or reject.
-        _ => Ok(()),
+        None => return Ok(()),
+    };
+    // The header is a Python literal, a flat dict with a shape tuple (a structured type's
+    // list of tuples nests deeper). The reader's literal parser takes time exponential in
+    // the nesting depth (a 128-byte header of nested braces took 26 s), so deep ones are
+    // refused first.
+    let mut depth = 0usize;
+    for &c in &bytes[start..start + n] {
+        match c {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_HEADER_DEPTH {
+            return Err(CliError::new(format!(
+                "{what} is not a valid .npy file: its header nests brackets more than \
+                 {MAX_HEADER_DEPTH} deep"
+            )));
+        }
     }
+    Ok(())
 }
+
+/// Deepest bracket nesting accepted in an `.npy` header (numpy writes 2: the dict and the
+/// shape tuple; structured types, which ttgt does not read, a few more).
+const MAX_HEADER_DEPTH: usize = 6;
 
 /// Rejects a header whose shape needs more data than the file holds (`data_len` bytes after
 /// the header), before anything is allocated for it.
@@ -247,6 +274,15 @@ mod tests {
         v1.extend([b' '; 10]);
         let e = parse_any(&v1, "x.npy").unwrap_err().to_string();
         assert!(e.contains("announces 200 bytes but only 10 follow"), "{e}");
+        // Nested braces (the reader's parser would take seconds to minutes).
+        let mut deep = b"\x93NUMPY\x01\x00".to_vec();
+        let text = format!("{{'descr': '<f8', {}", "{'a', ".repeat(40));
+        deep.extend((text.len() as u16).to_le_bytes());
+        deep.extend(text.as_bytes());
+        let t = std::time::Instant::now();
+        let e = parse_any(&deep, "x.npy").unwrap_err().to_string();
+        assert!(e.contains("nests brackets more than 6 deep"), "{e}");
+        assert!(t.elapsed().as_secs() < 1);
         // A valid file still reads.
         let mut ok = Vec::new();
         ndarray_npy::WriteNpyExt::write_npy(&ndarray::arr1(&[1.0f64, 2.0]), &mut ok).unwrap();

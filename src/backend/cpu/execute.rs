@@ -426,19 +426,39 @@ impl ContractionPlan {
         if self.candidates.len() <= 1 {
             return self.execute(alpha, inputs, beta, c);
         }
-        let saved = (!beta.is_exact_zero()).then(|| snapshot(c));
+        // C's elements, restored before every trial after the first (beta != 0 reads them).
+        // Without memory for that copy, no trials: the predicted best runs once.
+        let saved = if beta.is_exact_zero() {
+            None
+        } else {
+            match snapshot(c) {
+                Ok(s) => Some(s),
+                Err(_) => return self.execute(alpha, inputs, beta, c),
+            }
+        };
         let start = Instant::now();
         let mut best: Option<(usize, f64, StepTimes)> = None;
-        let mut last = usize::MAX;
+        let mut failed: Option<Error> = None;
+        let (mut last, mut dirty) = (usize::MAX, false);
         for i in 0..self.candidates.len() {
             if i >= 2 && start.elapsed() >= budget {
                 break;
             }
-            if let (Some(s), true) = (&saved, i > 0) {
+            if let (Some(s), true) = (&saved, dirty) {
                 restore(c, s);
             }
             self.chosen = i;
-            let t = self.execute(alpha, inputs, beta, c)?;
+            dirty = true;
+            // A candidate that fails (its workspace cannot be had, say) is left out of the
+            // choice; the call fails only when every trial does.
+            let t = match self.execute(alpha, inputs, beta, c) {
+                Ok(t) => t,
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    last = usize::MAX;
+                    continue;
+                }
+            };
             last = i;
             let secs = t.total().as_secs_f64();
             self.measured[i] = Some(secs);
@@ -447,7 +467,13 @@ impl ContractionPlan {
             }
         }
         let Some((i, _, t)) = best else {
-            return self.execute(alpha, inputs, beta, c);
+            if let Some(s) = &saved {
+                restore(c, s);
+            }
+            return match failed {
+                Some(e) => Err(e),
+                None => self.execute(alpha, inputs, beta, c),
+            };
         };
         self.chosen = i;
         if i == last {
@@ -542,16 +568,21 @@ fn for_each_index<const N: usize>(
     }
 }
 
-/// The elements of a view, in its index order.
-fn snapshot<T: Element>(c: &StridedViewMut<'_, T>) -> Vec<T> {
+/// The elements of a view, in its index order (an error when their copy cannot be had).
+fn snapshot<T: Element>(c: &StridedViewMut<'_, T>) -> Result<Vec<T>> {
     let l = c.layout();
     let p = c.as_ptr();
-    let mut v = Vec::with_capacity(l.len());
+    let mut v = Vec::new();
+    v.try_reserve_exact(l.len())
+        .map_err(|_| Error::Allocation {
+            bytes: l.len().saturating_mul(std::mem::size_of::<T>()),
+            what: "a copy of C for measured tuning".into(),
+        })?;
     // SAFETY: every offset of an index of `l` addresses an element of the view.
     for_each_index(l.dims(), [l.strides()], |[o]| {
         v.push(unsafe { *p.offset(o) })
     });
-    v
+    Ok(v)
 }
 
 /// Writes back what [`snapshot`] took.
@@ -1103,6 +1134,55 @@ mod tests {
             }
         }
         assert!(injected > 0, "no in-place run allocated a buffer");
+    }
+
+    /// Measured tuning leaves a candidate that fails out of its choice (here every in-place
+    /// one, its buffers refused) and still gives the right C from the others.
+    #[test]
+    #[cfg_attr(miri, ignore)] // planning takes Miri minutes
+    fn measured_tuning_skips_failing_candidates() {
+        use crate::transpose::inplace::fail_allocations_after;
+        let (a, b) = (ints::<f64>(&[3, 7, 5], 1), ints::<f64>(&[3, 5, 9], 2));
+        let product = crate::reference::einsum("bij,bjk->bki", &[a.view(), b.view()]).unwrap();
+        let c0: ArrayD<f64> = ints(product.shape(), 7);
+        let want = c0.mapv(|x| -x) + product.mapv(|x| 2.0 * x);
+        let opts = PlanOptions {
+            threads: Some(1),
+            library: Some(GemmLibrary::Native),
+            workspace_limit: Some(1000),
+            tile_bytes: Some(32),
+            tuning: crate::plan::PlanTuning::Measure {
+                budget: Duration::from_secs(1),
+            },
+            ..Default::default()
+        };
+        let mut plan = ContractionPlan::with_options(
+            "bij,bjk->bki",
+            &[Layout::of(&a), Layout::of(&b)],
+            &Layout::of(&c0),
+            crate::DType::F64,
+            &opts,
+        )
+        .unwrap();
+        let cands = plan.candidates();
+        assert!(cands.iter().any(|c| c.c_in_place.is_some()));
+        assert!(cands.iter().any(|c| c.c_in_place.is_none()));
+        let inputs = [StridedView::of(&a), StridedView::of(&b)];
+        let mut c = c0.clone();
+        fail_allocations_after(Some(0));
+        let r = plan.measure(
+            2.0,
+            &inputs,
+            -1.0,
+            &mut StridedViewMut::of(&mut c).unwrap(),
+            Duration::from_secs(1),
+        );
+        fail_allocations_after(None);
+        r.unwrap();
+        assert!(plan.chosen().unwrap().c_in_place.is_none());
+        for (g, w) in c.iter().zip(&want) {
+            assert!((g - w).abs() <= 1e-12 * (1.0 + w.abs()), "{g} vs {w}");
+        }
     }
 
     fn every_candidate_cases(

@@ -1,6 +1,6 @@
 //! Concurrency stress: OS threads, each inside its own rayon pool of 1 to 3 threads (and some
-//! with a per-thread override), call `contract`, `contract_into`, `einsum`, `permute` and a
-//! shared cached `ContractionPlan` over and over, while another thread changes every
+//! with a per-thread override), call `contract`, `contract_into`, `einsum`, `permute`,
+//! `permute_in_place` and a shared cached `ContractionPlan` over and over, while another thread changes every
 //! process-wide setting under them: the profile, workspace retention, refinement, the default
 //! thread count, the transposition rules, and clears the transposition plan cache. Every
 //! result is checked against the reference loops.
@@ -96,6 +96,13 @@ fn round(cases: &[Case], plan: &ContractionPlan, round: usize) {
             }
         }
     }
+    // An in-place permutation of the rank-3 operand (the chunk movers on this pool's threads).
+    let c = &cases[cases.len() - 1];
+    let mut v: Vec<f64> = c.ops[0].iter().copied().collect();
+    let shape =
+        ttgt::transpose::inplace::permute_in_place(&mut v, c.ops[0].shape(), &[2, 0, 1]).unwrap();
+    assert_eq!(shape, c.want.shape());
+    assert!(v.iter().eq(c.want.iter()), "permute_in_place");
     // The shared plan (refining from its executions on every thread at once).
     let (a, b) = (&cases[0].ops[0], &cases[0].ops[1]);
     let mut c = ArrayD::<f64>::zeros(IxDyn(cases[0].want.shape()));

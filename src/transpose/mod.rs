@@ -12,6 +12,7 @@ pub mod inplace;
 mod kernel;
 mod plan;
 mod problem;
+mod rules;
 mod staged;
 mod strided;
 
@@ -19,12 +20,15 @@ pub(crate) use crate::threads::{on_threads, wakes_threads};
 pub use cache::{cached_plan, clear_plan_cache, transpose, PLAN_CACHE_CAPACITY};
 pub(crate) use kernel::streaming_copy;
 pub use kernel::Isa;
-pub(crate) use plan::{bump_rules_generation, load_rules, rules_generation};
 pub use plan::{
-    far_row_prefetch, line_tile_streaming, scatter_regroup, set_far_row_prefetch,
-    set_line_tile_streaming, set_scatter_regroup, KernelKind, TransposeOptions, TransposePlan,
-    Tuning, PARALLEL_MIN_BYTES, PREFETCH_AHEAD_BYTES, PREFETCH_MAX_UNITS, STREAM_MIN_BYTES,
+    KernelKind, TransposeOptions, TransposePlan, Tuning, PARALLEL_MIN_BYTES, PREFETCH_AHEAD_BYTES,
+    PREFETCH_MAX_UNITS, STREAM_MIN_BYTES,
 };
 pub use problem::{Dim, Normalized};
+pub(crate) use rules::{bump_rules_generation, load_rules, rules_generation};
+pub use rules::{
+    far_row_prefetch, line_tile_streaming, scatter_regroup, set_far_row_prefetch,
+    set_line_tile_streaming, set_scatter_regroup,
+};
 pub(crate) use strided::accumulate;
 pub use strided::{scale, scale_copy};

@@ -1,11 +1,11 @@
 //! Concurrency stress: OS threads, each inside its own rayon pool of 1 to 3 threads (and some
 //! with a per-thread override), call `contract`, `contract_into`, `einsum`, `permute`,
-//! `permute_in_place` and a shared cached `ContractionPlan` over and over, while another thread changes every
-//! process-wide setting under them: the profile, workspace retention, refinement, the default
-//! thread count, the transposition rules, and clears the transposition plan cache. Every
-//! result is checked against the reference loops.
+//! `permute_in_place` and a shared cached `ContractionPlan` over and over, while another
+//! thread changes every process-wide setting under them: the profile, workspace retention,
+//! refinement, the default thread count, the transposition rules, and clears the
+//! transposition plan cache. Every result is checked against the reference loops.
 //!
-//! Runs `TTGT_STRESS_SECONDS` seconds (default 2). `.ci/sanitizers.sh` runs it under
+//! Runs `TTGT_STRESS_SECONDS` seconds (default 2). `.ci/tsan.sh` runs it under
 //! ThreadSanitizer.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -198,6 +198,6 @@ fn calls_from_many_pools_while_settings_change() {
     assert!(done >= 6, "only {done} rounds ran in {seconds} s");
     println!(
         "{done} rounds of {} calls each, {step} setting changes",
-        cases.len() + 1
+        cases.len() + 2
     );
 }

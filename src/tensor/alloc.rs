@@ -22,13 +22,72 @@ const ZERO_PAGES_MIN_BYTES: usize = 32 << 20;
 #[cfg(miri)]
 const ZERO_PAGES_MIN_BYTES: usize = 4 << 10;
 
-/// A zero-filled buffer of `n` elements, or [`Error::Allocation`] naming `what`.
+/// Buffers at least this large are checked against the memory the system has available
+/// before they are allocated ([`ensure_available`]): Linux hands out more than it has and
+/// kills the process when the pages are touched, so without the check a call that cannot
+/// fit ends in an OOM kill, not an error.
+///
+/// ```
+/// assert_eq!(ttgt::tensor::CHECK_AVAILABLE_MIN_BYTES, 256 << 20);
+/// ```
+pub const CHECK_AVAILABLE_MIN_BYTES: usize = 256 << 20;
+
+/// The memory the system can give without swapping (Linux: `MemAvailable` of
+/// `/proc/meminfo`), or `None` where that is not known.
+///
+/// ```
+/// if let Some(b) = ttgt::tensor::available_memory_bytes() {
+///     assert!(b > 0);
+/// }
+/// ```
+pub fn available_memory_bytes() -> Option<usize> {
+    #[cfg(all(target_os = "linux", not(miri)))]
+    {
+        let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+        let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+        let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib.saturating_mul(1024))
+    }
+    #[cfg(not(all(target_os = "linux", not(miri))))]
+    {
+        None
+    }
+}
+
+/// An [`Error::Allocation`] naming `what` when a buffer of `bytes` (at least
+/// [`CHECK_AVAILABLE_MIN_BYTES`]) exceeds the memory the system has available; `Ok` for
+/// smaller buffers and where that memory is not known.
+///
+/// ```
+/// assert!(ttgt::tensor::ensure_available(1 << 20, "a small buffer").is_ok());
+/// assert!(ttgt::tensor::ensure_available(usize::MAX / 2, "a huge buffer").is_err());
+/// ```
+pub fn ensure_available(bytes: usize, what: &str) -> Result<()> {
+    let err = || Error::Allocation {
+        bytes,
+        what: what.to_string(),
+    };
+    if bytes >= isize::MAX as usize {
+        return Err(err());
+    }
+    if bytes < CHECK_AVAILABLE_MIN_BYTES {
+        return Ok(());
+    }
+    match available_memory_bytes() {
+        Some(free) if bytes > free => Err(err()),
+        _ => Ok(()),
+    }
+}
+
+/// A zero-filled buffer of `n` elements, or [`Error::Allocation`] naming `what` (also when
+/// it is larger than the memory the system has available, [`ensure_available`]).
 pub(crate) fn zeroed<T: Element>(n: usize, what: &str) -> Result<Vec<T>> {
     let bytes = n.saturating_mul(std::mem::size_of::<T>());
     let err = || Error::Allocation {
         bytes,
         what: what.to_string(),
     };
+    ensure_available(bytes, what)?;
     if bytes >= ZERO_PAGES_MIN_BYTES {
         let layout = std::alloc::Layout::array::<T>(n).map_err(|_| err())?;
         // SAFETY: `layout` is that of `[T; n]` with `n > 0` elements of a non-zero-sized
@@ -131,6 +190,20 @@ mod tests {
         zero_filled::<f64>();
         zero_filled::<Complex32>();
         zero_filled::<Complex64>();
+    }
+
+    /// A buffer larger than the available memory (but not than the address space, so that
+    /// the allocator itself would hand it out) is an error before anything is mapped.
+    #[test]
+    #[cfg_attr(miri, ignore)] // no /proc under Miri
+    fn buffers_beyond_the_available_memory_are_errors() {
+        let Some(free) = available_memory_bytes() else {
+            return; // not known on this system: nothing to check against
+        };
+        let n = (free + (1 << 30)) / 8;
+        let e = zeroed::<f64>(n, "a buffer beyond the free memory").unwrap_err();
+        assert!(matches!(e, Error::Allocation { .. }), "{e}");
+        assert!(zeroed::<f64>(1 << 20, "a small buffer").is_ok());
     }
 
     #[test]

@@ -8,7 +8,10 @@ mod layout;
 mod view;
 mod workspace;
 
-pub use alloc::{advise_huge, huge_page_mode};
+pub use alloc::{
+    advise_huge, available_memory_bytes, ensure_available, huge_page_mode,
+    CHECK_AVAILABLE_MIN_BYTES,
+};
 pub(crate) use alloc::{zeroed, zeroed_aligned};
 pub use element::{DType, Element};
 pub(crate) use layout::spans_overlap;

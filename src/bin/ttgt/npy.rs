@@ -223,7 +223,8 @@ pub fn zeros<T: Element>(shape: &[usize], what: &str) -> CliResult<ArrayD<T>> {
 }
 
 /// A row-major array of `shape` whose elements (in memory order) are `f(i)`, or an error
-/// instead of an abort when memory runs out.
+/// instead of an abort or an OOM kill when memory runs out (also when it is larger than the
+/// memory the system has available).
 pub fn filled<T: Element>(
     shape: &[usize],
     what: &str,
@@ -240,6 +241,7 @@ pub fn filled<T: Element>(
         .try_fold(1usize, |acc, &d| acc.checked_mul(d))
         .filter(|n| n.checked_mul(T::DTYPE.size_bytes()).is_some())
         .ok_or_else(too_big)?;
+    ttgt::tensor::ensure_available(n * T::DTYPE.size_bytes(), what).map_err(|_| too_big())?;
     let mut data = Vec::new();
     data.try_reserve_exact(n).map_err(|_| too_big())?;
     data.extend((0..n).map(&mut f));

@@ -350,6 +350,11 @@ impl ContractionPlan {
                 ip.forward.reserve_into(&mut scratch)?;
                 ip.forward.execute_with(data, &mut scratch)?;
             }
+            // C's pointer taken again after the permutation wrote through `data`.
+            let run = GemmRun {
+                c: (data.as_mut_ptr(), out, &layout),
+                ..run
+            };
             // SAFETY: as below; `data` is C's memory, of the layout the candidate GEMMs into.
             unsafe { run.run(threads, alpha, beta)? };
             times.gemm = t.elapsed();

@@ -162,9 +162,9 @@ pub fn kept_pools() -> usize {
 }
 
 /// Whether a parallel region on `threads` threads entered from here has to wake sleeping
-/// workers: the caller is not a worker of a rayon pool of that size (15-21 us a region on
-/// the 2-core Zen 4 host, against 0.5 us from inside such a pool). Small work then runs on
-/// the calling thread ([`crate::transpose::PARALLEL_MIN_BYTES`], and the contraction's
+/// workers: the caller is not a worker of a rayon pool of that size (tens of microseconds a
+/// region, against under one from inside such a pool; `docs/TUNING.md`). Small work then runs
+/// on the calling thread ([`crate::transpose::PARALLEL_MIN_BYTES`], and the contraction's
 /// parallel GEMM loops).
 pub(crate) fn wakes_threads(threads: usize) -> bool {
     rayon::current_thread_index().is_none() || rayon::current_num_threads() != threads

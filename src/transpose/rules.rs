@@ -113,11 +113,8 @@ pub fn set_scatter_regroup(regroup: Option<bool>) {
 
 /// Whether streamed scattered-line tiles run the regrouped nest by default, streamed
 /// one-line-row tiles four-line B-side blocks, and long one-thread strips square macro-tiles
-/// (see [`set_scatter_regroup`]). Without a
-/// setting: no. The two AVX-512 hosts disagree: on a
-/// Zen 4 EPYC the regrouped nest ran the TTC set's f32 reversals 1.1–2x faster at one
-/// thread (ttc-40 0.60 -> 1.15 of copy, ttc-56 0.64 -> 1.36), while on a Zen 5 host
-/// `--measure`, which tries such nests, found nothing faster for them.
+/// (see [`set_scatter_regroup`]). Without a setting: no. Machines disagree on this rule, so
+/// `ttgt calibrate` measures it (`docs/TUNING.md`).
 ///
 /// ```
 /// let _default: bool = ttgt::transpose::scatter_regroup();
@@ -161,10 +158,8 @@ pub(crate) fn load_rules(line_tile: Option<bool>, regroup: Option<bool>, prefetc
 }
 
 /// Whether SIMD tiles whose continued A rows are a page or more apart prefetch by default
-/// (see [`set_far_row_prefetch`]). Without a setting: no. On the Xeon host, prefetching the
-/// next unit there cost 0.03-0.06 of copy (ttc-40, -20, -32); on the Zen 4 host, with the
-/// prefetch [`super::PREFETCH_AHEAD_BYTES`] ahead, the 19 TTC f32 plans it changes ran 1.19x as
-/// fast at one thread.
+/// (see [`set_far_row_prefetch`]). Without a setting: no. It helps on some machines and costs
+/// on others, so `ttgt calibrate` measures it (`docs/TUNING.md`).
 ///
 /// ```
 /// let _default: bool = ttgt::transpose::far_row_prefetch();

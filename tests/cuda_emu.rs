@@ -617,12 +617,7 @@ fn emulator_reports_divergent_barriers_and_out_of_bounds() {
 }
 
 fn emulated_contraction<T: Element>(spec: &str, sa: &[usize], sb: &[usize], alpha: T, beta: T) {
-    use ttgt::backend::cuda::contract::{execute_emulated, GpuContractionPlan};
-    let a: ArrayD<T> = data(sa, 4);
-    let b: ArrayD<T> = data(sb, 5);
-    let r = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
-    let c0: ArrayD<T> = data(r.shape(), 6);
-    let want = r.mapv(|x| alpha * x) + c0.mapv(|x| beta * x);
+    use ttgt::backend::cuda::contract::GpuContractionPlan;
     let plan = GpuContractionPlan::new(
         spec,
         sa,
@@ -632,9 +627,25 @@ fn emulated_contraction<T: Element>(spec: &str, sa: &[usize], sb: &[usize], alph
         &DeviceProps::emulator(),
     )
     .unwrap();
+    emulated_plan(&plan, alpha, beta);
+}
+
+/// Runs `plan` (of `plan.spec` on `plan.shapes`) in the emulator against the reference.
+fn emulated_plan<T: Element>(
+    plan: &ttgt::backend::cuda::contract::GpuContractionPlan,
+    alpha: T,
+    beta: T,
+) {
+    use ttgt::backend::cuda::contract::execute_emulated;
+    let (spec, sa, sb) = (plan.spec.as_str(), &plan.shapes[0], &plan.shapes[1]);
+    let a: ArrayD<T> = data(sa, 4);
+    let b: ArrayD<T> = data(sb, 5);
+    let r = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+    let c0: ArrayD<T> = data(r.shape(), 6);
+    let want = r.mapv(|x| alpha * x) + c0.mapv(|x| beta * x);
     let mut c = c0.clone();
     execute_emulated(
-        &plan,
+        plan,
         alpha,
         a.as_slice().unwrap(),
         b.as_slice().unwrap(),
@@ -768,22 +779,21 @@ fn direct_gemm_plans_emulated_against_the_reference() {
     let mut partial = std::collections::BTreeSet::new();
     let cases = tccg_small();
     assert_eq!(cases.len(), 48);
+    // Some operands in place, the others packed: one call on the mix (None: direct or TTGT).
+    let mix = |p: &GpuContractionPlan| {
+        (!p.is_direct() && p.blas != ttgt::backend::cuda::contract::BlasCall::packed(&p.gemm))
+            .then(|| [p.pack_a.is_some(), p.pack_b.is_some(), p.unpack_c.is_some()])
+    };
+    let f64_plans = |spec: &str, sa: &[usize], sb: &[usize]| {
+        let props = DeviceProps::emulator();
+        let all = GpuContractionPlan::candidates(spec, sa, sb, ttgt::DType::F64, false, &props);
+        let best = GpuContractionPlan::new(spec, sa, sb, ttgt::DType::F64, false, &props);
+        (best.unwrap(), all.unwrap())
+    };
     for (i, (spec, sa, sb)) in cases.iter().enumerate() {
-        let p = GpuContractionPlan::new(
-            spec,
-            sa,
-            sb,
-            ttgt::DType::F64,
-            false,
-            &DeviceProps::emulator(),
-        )
-        .unwrap();
+        let (p, _) = f64_plans(spec, sa, sb);
         direct += usize::from(p.is_direct());
-        if !p.is_direct() && p.blas != ttgt::backend::cuda::contract::BlasCall::packed(&p.gemm) {
-            // Some operands in place, the others packed: one call on the mix.
-            let packed = [p.pack_a.is_some(), p.pack_b.is_some(), p.unpack_c.is_some()];
-            partial.insert(packed);
-        }
+        partial.extend(mix(&p));
         emulated_contraction::<f64>(spec, sa, sb, 0.5, 2.0);
         if i % 4 == 0 {
             emulated_contraction::<f32>(spec, sa, sb, 1.0, 0.0);
@@ -807,8 +817,19 @@ fn direct_gemm_plans_emulated_against_the_reference() {
     }
     // tccg-2, 9-12 and 15-18 (tests/cuda_plan.rs lists them); the others keep TTGT.
     assert_eq!(direct, 9, "TCCG cases planned as one direct call");
-    // Partial packing: every mix of packed and in-place operands ran (but all three packed,
-    // which is TTGT's packed call).
+    // Partial packing: every mix of packed and in-place operands runs (but all three packed,
+    // which is TTGT's packed call); a mix no TCCG case plans runs as a listed candidate.
+    'cases: for (spec, sa, sb) in &cases {
+        if partial.len() == 6 {
+            break;
+        }
+        for p in f64_plans(spec, sa, sb).1 {
+            if mix(&p).is_some_and(|m| partial.insert(m)) {
+                emulated_plan::<f64>(&p, 0.5, 2.0);
+                continue 'cases;
+            }
+        }
+    }
     assert_eq!(partial.len(), 6, "{partial:?}");
     // Degenerate extents: unit M, N or K groups, unit loops, and the batch index.
     let odd: [(&str, &[usize], &[usize]); 8] = [

@@ -300,6 +300,60 @@ fn micro_blocks_where_layouts_allow() {
 }
 
 #[test]
+fn blocked_orthogonal_arbitrary_features_count_runs_in_blocks() {
+    // 2x2 blocks keep strides in tensor elements (A's fastest dim steps by 2): the OA
+    // features must still see the contiguous runs, in blocks, on both sides, so that the
+    // model prices a blocked slice like the element-wise slice of the same shape.
+    let sizes = [28, 28, 48, 4, 352];
+    let perm = [1, 3, 0, 4, 2];
+    let a = Layout::row_major(&sizes).unwrap();
+    let bs: Vec<usize> = perm.iter().map(|&p| sizes[p]).collect();
+    let b = Layout::row_major(&bs).unwrap();
+    let (props, o) = (DeviceProps::nominal(), TtlgOptions::default());
+    let all = TtlgPlan::ranked(&perm, &a, &b, DType::F32, true, &props, &o, 400).unwrap();
+    let oa: Vec<&TtlgPlan> = all
+        .iter()
+        .filter(|p| p.schema == Schema::OrthogonalArbitrary && p.problem.micro.is_some())
+        .collect();
+    assert!(!oa.is_empty(), "no blocked OA candidate");
+    let names = GpuModel::feature_names(Schema::OrthogonalArbitrary);
+    let at = |n: &str| names.iter().position(|x| *x == n).unwrap();
+    for p in &oa {
+        let (run_in, run_out) = (
+            p.features.values[at("input_stride")],
+            p.features.values[at("output_stride")],
+        );
+        // A's fastest dim holds 176 blocks and B's 24: every slice starts with a run of A's
+        // fastest dim and ends up with one of B's (at least two blocks).
+        assert!(
+            (2.0..=176.0 * 4.0).contains(&run_in),
+            "{run_in}: {}",
+            p.describe()
+        );
+        assert!(run_out >= 2.0, "{run_out}: {}", p.describe());
+    }
+    // The 64 x 24 slice: runs of 64 and 24 blocks. A slice whose output runs are two blocks
+    // (16 bytes, half a sector) long ranks after it whatever the model predicts (on an H200
+    // the two ran at 0.76 and 0.19 of copy bandwidth; docs/TUNING.md), and the plan is one
+    // with runs that fill sectors.
+    let slice = |p: &TtlgPlan| p.describe().contains("input slice 64, output slice 24");
+    let good = oa.iter().position(|p| slice(p)).expect("the 64 x 24 slice");
+    assert_eq!(oa[good].features.values[at("input_stride")], 64.0);
+    assert_eq!(oa[good].features.values[at("output_stride")], 24.0);
+    let short = oa
+        .iter()
+        .position(|p| p.features.values[at("output_stride")] == 2.0)
+        .expect("a slice with two-block output runs");
+    assert!(good < short, "{}", oa[short].describe());
+    let best = TtlgPlan::new(&perm, &a, &b, DType::F32, true, &props, &o).unwrap();
+    assert!(
+        best.features.values[at("output_stride")] >= 4.0,
+        "{}",
+        best.describe()
+    );
+}
+
+#[test]
 fn planning_is_fast_enough_for_single_use() {
     let cases = ttgt::bench::parse_ttc(ttgt::bench::TTC_TSV).unwrap();
     let t = std::time::Instant::now();

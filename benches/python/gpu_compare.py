@@ -114,7 +114,12 @@ def markdown(rows: list[dict[str, Any]], peers: list[str]) -> str:
             r["set"],
             str(r["cases"]),
             f"{r['of_cublas']:.2f}",
-            f"{r['regret_under_10pct']} / {r['regret_cases']} (max {100 * r['regret_max']:.0f} %)",
+            (
+                f"{r['regret_under_10pct']} / {r['regret_cases']} "
+                f"(max {100 * r['regret_max']:.0f} %)"
+                if r["regret_cases"]
+                else "-"
+            ),
         ]
         for p in peers:
             q = r.get(p, {})
@@ -157,14 +162,44 @@ def per_case(ttgt: dict, peers: dict) -> str:
     return "\n".join(lines)
 
 
+def split_tccg(ttgt: dict, peers: dict, n: int) -> tuple[dict, dict]:
+    """The records again under "<set> 1-n" and "<set> >n" for the TCCG sets (case tccg-<i>)."""
+    t2, p2 = dict(ttgt), dict(peers)
+
+    def group(s: str, c: str) -> str | None:
+        m = re.fullmatch(r"tccg-(\d+)", c)
+        if not s.startswith("tccg") or not m:
+            return None
+        return f"{s} 1-{n}" if int(m.group(1)) <= n else f"{s} >{n}"
+
+    for (s, c), r in ttgt.items():
+        g = group(s, c)
+        if g:
+            t2[(g, c)] = r
+    for (s, c, q), r in peers.items():
+        g = group(s, c)
+        if g:
+            p2[(g, c, q)] = r
+    return t2, p2
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ttgt", nargs="+", type=Path, required=True)
     ap.add_argument("--peers", nargs="+", type=Path, required=True)
     ap.add_argument("--markdown", action="store_true", help="a table for docs/BENCHMARKS.md")
     ap.add_argument("--cases", action="store_true", help="also one line per case")
+    ap.add_argument(
+        "--split",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also rows for TCCG cases 1-N and the ones after N (31-48 are the ccsd_t cases)",
+    )
     a = ap.parse_args()
     t, p = ttgt_records(a.ttgt), peer_records(a.peers)
+    if a.split:
+        t, p = split_tccg(t, p, a.split)
     rows = summary(t, p)
     if a.markdown:
         print(markdown(rows, sorted({n for _, _, n in p})))

@@ -82,3 +82,10 @@ def test_numpy_peer_run_and_report(tmp_path: Path) -> None:
     assert np.isclose(row["numpy"]["speedup_geomean"], 1.0)
     assert row["numpy"]["dense_cases"] == 2
     assert "vs numpy" in compare.markdown(rows, ["numpy"])
+    # Split at case 30: tccg-1 in the first group, tccg-35 (a ccsd_t case) in the second.
+    t2, p2 = compare.split_tccg(compare.ttgt_records([ttgt]), compare.peer_records([out]), 30)
+    groups = {r["set"]: r for r in compare.summary(t2, p2)}
+    assert set(groups) == {"tccg_f64", "tccg_f64 1-30", "tccg_f64 >30"}
+    assert groups["tccg_f64 1-30"]["cases"] == 1 and groups["tccg_f64 >30"]["cases"] == 1
+    assert groups["tccg_f64 1-30"]["numpy"]["ttgt_faster"] == 1
+    assert groups["tccg_f64 >30"]["numpy"]["ttgt_faster"] == 0

@@ -405,7 +405,7 @@ fn blas_call(l: Fused, m: Fused, n: Fused, k: Fused) -> Option<BlasCall> {
 /// use ttgt::backend::cuda::{contract::GpuContractionPlan, ttlg::DeviceProps};
 /// // C's unit-stride index a would be a batch loop of any call reading A in place: the
 /// // call writes a packed result, which is transposed into C.
-/// let p = GpuContractionPlan::new("adb,cd->cba", &[6, 5, 7], &[3, 5], ttgt::DType::F32, true,
+/// let p = GpuContractionPlan::new("adb,cd->cba", &[6, 50, 7], &[3, 50], ttgt::DType::F32, true,
 ///                                 &DeviceProps::nominal()).unwrap();
 /// let c = p.unpack_c.as_ref().unwrap();
 /// assert_eq!(c.shape, vec![3, 7, 6]);

@@ -45,13 +45,23 @@ const NAMES: [&[&str]; 4] = [
     &["volume", "num_blocks", "intercept"],
 ];
 
-/// The paper's Table II (Orthogonal-Distinct, Orthogonal-Arbitrary); ours for the two
-/// FVI-Match kernels, whose fits the paper omits (volume at the reference bandwidth plus a
-/// per-row or per-brick cost). Seconds per unit; volume in 8-byte elements.
-const PAPER: [&[f64]; 4] = [
+/// Index of the OA features' contiguous input run (kernel elements).
+pub(crate) const OA_RUN_IN: usize = 3;
+/// Index of the OA features' contiguous output run (kernel elements).
+pub(crate) const OA_RUN_OUT: usize = 4;
+
+/// Default coefficients at the reference bandwidth. Orthogonal-Distinct: the paper's Table
+/// II. Orthogonal-Arbitrary: a non-negative fit of these kernels (element-wise and 2x2
+/// blocks) to timed plans on an H200 with the launch intercept held at the other
+/// schemas' 4 us, rescaled from its copy rate to the reference one
+/// (the paper's OA row, fitted on a K40c, ranked this project's OA slices worse than
+/// chance; the measurement is in `docs/TUNING.md`, "GPU model defaults"). The two
+/// FVI-Match kernels, whose fits the paper omits: volume at the reference bandwidth plus
+/// a per-row or per-brick cost. Seconds per unit; volume in 8-byte elements.
+const DEFAULTS: [&[f64]; 4] = [
     &[1.278e-11, 5.001e-8, 7.835e-7, 1.252e-6, -2.692e-11, 4e-6],
     &[
-        -3.018e-11, 2.730e-10, 2.126e-7, -8.880e-12, -1.091e-11, 3.047e-11, 5.112e-10, 4e-6,
+        8.362e-11, 1.245e-10, 1.733e-8, 1.205e-7, 5.666e-8, 7.219e-11, 2.543e-11, 4e-6,
     ],
     &[8.0e-11, 2.0e-10, 4e-6],
     &[9.0e-11, 1.0e-8, 4e-6],
@@ -122,7 +132,7 @@ impl GpuModel {
     pub fn default_for(props: &DeviceProps) -> Self {
         let s = REFERENCE_BANDWIDTH / props.copy_bandwidth.max(1.0);
         let coefficients = std::array::from_fn(|k| {
-            let c = PAPER[k];
+            let c = DEFAULTS[k];
             c.iter()
                 .enumerate()
                 .map(|(i, &v)| if i + 1 == c.len() { v } else { v * s })
@@ -498,11 +508,13 @@ pub fn fit_least_squares(x: &[Vec<f64>], y: &[f64]) -> Result<Vec<f64>> {
 }
 
 /// Length of the contiguous run at the start of a walk over `dims` (fastest first) with the
-/// given extents and strides.
-fn run_length(exts: &[usize], strides: &[isize]) -> usize {
+/// given extents and strides, in kernel elements. `unit`: the stride of one kernel element
+/// along the fastest dim (2 for 2x2 blocks, whose strides count tensor elements and whose
+/// rows are two elements long; 1 otherwise).
+fn run_length(exts: &[usize], strides: &[isize], unit: isize) -> usize {
     let mut run = 1usize;
     for (&e, &s) in exts.iter().zip(strides) {
-        if s != run as isize {
+        if s != unit * run as isize {
             break;
         }
         run *= e;
@@ -570,9 +582,10 @@ pub(crate) fn features(p: &GpuProblem, s: &Slice, nblk: usize) -> Features {
                     .sum();
                 vec![vol8, nblk as f64, va as f64, vb as f64, cycles, 1.0]
             } else {
+                let unit = if p.micro.is_some() { 2 } else { 1 };
                 let ea = s.input.extents(p);
                 let sa: Vec<isize> = s.input.dims.iter().map(|&d| p.dims[d].sa).collect();
-                let run_in = run_length(&ea, &sa);
+                let run_in = run_length(&ea, &sa, unit);
                 let mut out_dims: Vec<(usize, usize)> = s
                     .input
                     .dims
@@ -584,7 +597,7 @@ pub(crate) fn features(p: &GpuProblem, s: &Slice, nblk: usize) -> Features {
                 out_dims.sort_by_key(|&(d, _)| p.dims[d].sb.unsigned_abs());
                 let eo: Vec<usize> = out_dims.iter().map(|&(_, e)| e).collect();
                 let so: Vec<isize> = out_dims.iter().map(|&(d, _)| p.dims[d].sb).collect();
-                let run_out = run_length(&eo, &so);
+                let run_out = run_length(&eo, &so, unit);
                 let total = (va * vb) as f64;
                 let partial: f64 = kinds[1..]
                     .iter()

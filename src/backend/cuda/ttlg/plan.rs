@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Layout};
 
-use super::model::{features, Features, GpuModel};
+use super::model::{features, Features, GpuModel, OA_RUN_IN, OA_RUN_OUT};
 use super::offsets::{build_meta, outer_dims, OuterDim};
 use super::problem::GpuProblem;
 use super::slice::{
@@ -24,6 +24,11 @@ const RANKS: [usize; 3] = [2, 4, 8];
 
 /// Threads per block of every kernel.
 const THREADS: u32 = 256;
+
+/// Bytes of a memory sector, the unit a GPU moves DRAM in: an Orthogonal-Arbitrary slice
+/// whose contiguous run on either side is shorter ranks after every slice whose runs fill
+/// sectors (measurement in `docs/TUNING.md`, "GPU model defaults").
+const SECTOR_BYTES: f64 = 32.0;
 
 /// A ranked candidate: prediction, slice, outer dims, features.
 type Scored = (f64, Slice, Vec<OuterDim>, Features);
@@ -369,7 +374,22 @@ impl TtlgPlan {
         {
             rank(Schema::OrthogonalArbitrary, &mut all);
         }
-        all.sort_by(|x, y| x.0.total_cmp(&y.0));
+        // Runs shorter than a sector waste most of each access, which the linear model
+        // (fitted where such slices are rare) does not price: those slices rank last.
+        let unit = if problem.micro.is_some() {
+            problem.elem_bytes() / 2
+        } else {
+            problem.elem_bytes()
+        } as f64;
+        let short = |f: &Features| {
+            f.schema == Schema::OrthogonalArbitrary
+                && f.values[OA_RUN_IN].min(f.values[OA_RUN_OUT]) * unit < SECTOR_BYTES
+        };
+        all.sort_by(|x, y| {
+            short(&x.3)
+                .cmp(&short(&y.3))
+                .then_with(|| x.0.total_cmp(&y.0))
+        });
         all
     }
 

@@ -307,13 +307,21 @@ impl GemmCoeffs {
         }
     }
 
-    /// Predicted seconds of one `m×n×k` call.
+    /// Predicted seconds of one `m×n×k` call (C row-major, `n` its contiguous extent).
     pub fn seconds(&self, m: usize, n: usize, k: usize) -> f64 {
         if m == 0 || n == 0 {
             return 0.0;
         }
-        let f = features(self.dtype, m, n, k);
+        let f = self.features_of(m, n, k);
         self.call * f[0] + self.flop * f[1] + self.a * f[2] + self.b * f[3] + self.c * f[4]
+    }
+
+    /// The model's features of an `m×n×k` call in this library and layout class: the
+    /// five plain ones divided by [`narrow_c_speedup`] (so that a fit prices the
+    /// coefficients of larger products, and predictions add the speed-up back).
+    fn features_of(&self, m: usize, n: usize, k: usize) -> [f64; 5] {
+        let s = narrow_c_speedup(self.library, self.dtype, self.layout, (m, n, k));
+        features(self.dtype, m, n, k).map(|x| x / s)
     }
 
     /// Fits coefficients to measured `(m, n, k, seconds)` samples by least squares on
@@ -335,7 +343,7 @@ impl GemmCoeffs {
         let rows: Vec<[f64; 5]> = samples
             .iter()
             .filter(|s| s.3 > 0.0 && s.0 > 0 && s.1 > 0)
-            .map(|&(m, n, k, t)| features(fallback.dtype, m, n, k).map(|x| x / t))
+            .map(|&(m, n, k, t)| fallback.features_of(m, n, k).map(|x| x / t))
             .collect();
         Self::from_solution(solve_ridge(&rows), fallback)
     }
@@ -388,7 +396,7 @@ impl GemmCoeffs {
             .iter()
             .filter(|s| s.3 > 0.0 && s.0 > 0 && s.1 > 0)
             .map(|&(m, n, k, t)| {
-                let f = features(fallback.dtype, m, n, k);
+                let f = fallback.features_of(m, n, k);
                 (
                     [f[0] / t, 0.0, f[2] / t, f[3] / t, f[4] / t],
                     1.0 - flop * f[1] / t,
@@ -399,6 +407,57 @@ impl GemmCoeffs {
         x[1] = Some(flop);
         Self::from_solution(x, fallback)
     }
+}
+
+/// Largest C (`m·n` elements) that the `gemm` crate computes faster with both operands
+/// K-contiguous ([`narrow_c_speedup`]): at 265 (53×5) and above the layouts ran alike.
+pub const NARROW_C_MAX_ELEMENTS: usize = 240;
+
+/// Least depth K at which [`narrow_c_speedup`] applies: shallower calls take well under a
+/// microsecond, where the model's fixed costs, not the layout, decide.
+pub const NARROW_C_MIN_K: usize = 16;
+
+/// How much faster the `gemm` crate runs a real call with a small row-major C (at most
+/// [`NARROW_C_MAX_ELEMENTS`] elements, rows not whole 64-byte vectors) when both operands
+/// are K-contiguous (class `rc`) and K is at least [`NARROW_C_MIN_K`], than the five-feature
+/// model prices it (the model is fitted
+/// on larger products, where the classes run alike): `sqrt(2 · elements per vector / n)`
+/// within [1.4, 4], at or below what was measured (`docs/TUNING.md`, "Small C in the gemm
+/// crate"). 1 elsewhere.
+///
+/// ```
+/// use ttgt::{DType, model::{narrow_c_speedup, GemmLayout, GemmLibrary}};
+/// let rc = GemmLayout { a_col: false, b_col: true };
+/// let s = narrow_c_speedup(GemmLibrary::Gemm, DType::F64, rc, (5, 2, 361));
+/// assert!((s - 8f64.sqrt()).abs() < 1e-12);
+/// assert_eq!(narrow_c_speedup(GemmLibrary::Gemm, DType::F64, GemmLayout::ROW, (5, 2, 361)), 1.0);
+/// assert_eq!(narrow_c_speedup(GemmLibrary::Gemm, DType::F64, rc, (5, 8, 361)), 1.0); // whole vectors
+/// assert_eq!(narrow_c_speedup(GemmLibrary::Gemm, DType::F64, rc, (53, 5, 361)), 1.0); // C too big
+/// assert_eq!(narrow_c_speedup(GemmLibrary::Gemm, DType::F64, rc, (5, 2, 8)), 1.0); // too shallow
+/// assert_eq!(narrow_c_speedup(GemmLibrary::MatrixMultiply, DType::F64, rc, (5, 2, 361)), 1.0);
+/// ```
+pub fn narrow_c_speedup(
+    library: GemmLibrary,
+    dtype: DType,
+    layout: GemmLayout,
+    (m, n, k): (usize, usize, usize),
+) -> f64 {
+    let real = matches!(dtype, DType::F32 | DType::F64);
+    let rc = layout.b_col && !layout.a_col;
+    let es = dtype.size_bytes();
+    if library != GemmLibrary::Gemm
+        || !real
+        || !rc
+        || m < 2
+        || n == 0
+        || k < NARROW_C_MIN_K
+        || m * n > NARROW_C_MAX_ELEMENTS
+        || (n * es).is_multiple_of(64)
+    {
+        return 1.0;
+    }
+    let per_vector = (64 / es) as f64;
+    (2.0 * per_vector / n as f64).sqrt().clamp(1.4, 4.0)
 }
 
 fn features(dtype: DType, m: usize, n: usize, k: usize) -> [f64; 5] {
@@ -504,7 +563,9 @@ pub fn gemm_coeffs_in(
             .max_by_key(|c| c.threads)
     };
     let best = of(layout).or_else(|| of(GemmLayout::ROW));
-    match best {
+    // The class asked for, whichever entry prices it: `seconds` adds what is particular to
+    // that class ([`narrow_c_speedup`]).
+    let coeffs = match best {
         Some(c) if c.threads == threads => c.clone(),
         Some(c) => {
             let f = c.threads as f64 / threads as f64;
@@ -515,7 +576,8 @@ pub fn gemm_coeffs_in(
             }
         }
         None => GemmCoeffs::nominal(library, dtype, threads, p),
-    }
+    };
+    GemmCoeffs { layout, ..coeffs }
 }
 
 /// Predicted seconds of one `m×n×k` GEMM call with row-major operands by `library` on
@@ -672,6 +734,65 @@ mod tests {
     }
 
     #[test]
+    fn small_c_with_k_contiguous_operands_is_priced_faster_in_the_gemm_crate_only() {
+        let p = Profile::builtin(vec![20.0]);
+        let rc = GemmLayout {
+            a_col: false,
+            b_col: true,
+        };
+        for dtype in [DType::F32, DType::F64] {
+            let at = |library, layout, mnk: (usize, usize, usize)| {
+                gemm_coeffs_in(&p, library, dtype, 1, layout).seconds(mnk.0, mnk.1, mnk.2)
+            };
+            // 5x5 C, K = 1805 (a CCSD energy-like call): rc priced at least 1.4x faster.
+            let (row, k_contig) = (
+                at(GemmLibrary::Gemm, GemmLayout::ROW, (5, 5, 1805)),
+                at(GemmLibrary::Gemm, rc, (5, 5, 1805)),
+            );
+            assert!(
+                row >= 1.4 * k_contig * 0.999,
+                "{dtype:?}: {row} vs {k_contig}"
+            );
+            // Large C, other libraries, shallow K: the classes priced alike.
+            for (library, mnk) in [
+                (GemmLibrary::Gemm, (53, 5, 2809)),
+                (GemmLibrary::Gemm, (5, 5, 8)),
+                (GemmLibrary::MatrixMultiply, (5, 5, 1805)),
+            ] {
+                let (x, y) = (at(library, GemmLayout::ROW, mnk), at(library, rc, mnk));
+                assert!((x - y).abs() <= 1e-12 * x, "{library:?} {mnk:?}");
+            }
+        }
+        // A fit in the rc class recovers the coefficients it was generated with.
+        let truth = GemmCoeffs {
+            layout: rc,
+            call: 1e-6,
+            flop: 1e-11,
+            a: 1e-9,
+            b: 2e-9,
+            c: 3e-9,
+            ..GemmCoeffs::nominal(GemmLibrary::Gemm, DType::F64, 1, &p)
+        };
+        let shapes = [
+            (5, 5, 1805),
+            (5, 2, 400),
+            (64, 64, 64),
+            (512, 512, 512),
+            (4096, 16, 512),
+            (16, 4096, 512),
+            (512, 512, 8),
+            (200, 300, 1000),
+        ];
+        let s: Vec<_> = shapes
+            .iter()
+            .map(|&(m, n, k)| (m, n, k, truth.seconds(m, n, k)))
+            .collect();
+        let fit = GemmCoeffs::fit(&s, &truth);
+        assert!((fit.b / truth.b - 1.0).abs() < 0.01, "{fit:?}");
+        assert!((fit.seconds(5, 5, 1805) / truth.seconds(5, 5, 1805) - 1.0).abs() < 0.01);
+    }
+
+    #[test]
     fn layouts_fall_back_to_row_major_coefficients_and_survive_the_profile_file() {
         let mut p = Profile::builtin(vec![20.0]);
         let base = GemmCoeffs {
@@ -692,7 +813,13 @@ mod tests {
         let get = |l| gemm_coeffs_in(&q, GemmLibrary::Gemm, DType::F32, 2, l);
         assert_eq!(get(slow_b.layout), slow_b);
         // no entry for "cr": the row-major one prices it
-        assert_eq!(get(GemmLayout::ALL[1]), base);
+        assert_eq!(
+            get(GemmLayout::ALL[1]),
+            GemmCoeffs {
+                layout: GemmLayout::ALL[1],
+                ..base.clone()
+            }
+        );
         // on 4 threads the 2-thread entry of the layout is rescaled
         let four = gemm_coeffs_in(&q, GemmLibrary::Gemm, DType::F32, 4, slow_b.layout);
         assert_eq!(four.layout, slow_b.layout);

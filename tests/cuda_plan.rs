@@ -8,10 +8,17 @@ use ttgt::backend::cuda::ttlg::{
 };
 use ttgt::{DType, Layout};
 
-fn plan(perm: &[usize], sizes: &[usize], dtype: DType, plain: bool) -> TtlgPlan {
-    let a = Layout::row_major(sizes).unwrap();
+/// Row-major A of `sizes` and row-major B of `perm(A)`.
+fn layouts(perm: &[usize], sizes: &[usize]) -> (Layout, Layout) {
     let bs: Vec<usize> = perm.iter().map(|&p| sizes[p]).collect();
-    let b = Layout::row_major(&bs).unwrap();
+    (
+        Layout::row_major(sizes).unwrap(),
+        Layout::row_major(&bs).unwrap(),
+    )
+}
+
+fn plan(perm: &[usize], sizes: &[usize], dtype: DType, plain: bool) -> TtlgPlan {
+    let (a, b) = layouts(perm, sizes);
     TtlgPlan::new(
         perm,
         &a,
@@ -264,11 +271,8 @@ fn micro_blocks_where_layouts_allow() {
     // H200: 0.83 of copy against 0.54 for the element-wise OD plan), the element-wise form
     // second for measured tuning. f64: the element-wise OD plan first, the blocked form
     // second.
-    let sizes = [28, 28, 48, 28, 48];
-    let perm = [1, 3, 0, 4, 2];
-    let la = Layout::row_major(&sizes).unwrap();
-    let bs: Vec<usize> = perm.iter().map(|&x| sizes[x]).collect();
-    let lb = Layout::row_major(&bs).unwrap();
+    let (sizes, perm) = ([28, 28, 48, 28, 48], [1, 3, 0, 4, 2]);
+    let (la, lb) = layouts(&perm, &sizes);
     let (props, o) = (DeviceProps::nominal(), TtlgOptions::default());
     for (dtype, first, schema) in [
         (DType::F32, true, Schema::OrthogonalArbitrary),
@@ -304,11 +308,8 @@ fn blocked_orthogonal_arbitrary_features_count_runs_in_blocks() {
     // 2x2 blocks keep strides in tensor elements (A's fastest dim steps by 2): the OA
     // features must still see the contiguous runs, in blocks, on both sides, so that the
     // model prices a blocked slice like the element-wise slice of the same shape.
-    let sizes = [28, 28, 48, 4, 352];
     let perm = [1, 3, 0, 4, 2];
-    let a = Layout::row_major(&sizes).unwrap();
-    let bs: Vec<usize> = perm.iter().map(|&p| sizes[p]).collect();
-    let b = Layout::row_major(&bs).unwrap();
+    let (a, b) = layouts(&perm, &[28, 28, 48, 4, 352]);
     let (props, o) = (DeviceProps::nominal(), TtlgOptions::default());
     let all = TtlgPlan::ranked(&perm, &a, &b, DType::F32, true, &props, &o, 400).unwrap();
     let oa: Vec<&TtlgPlan> = all

@@ -419,11 +419,10 @@ pub const NARROW_C_MIN_K: usize = 16;
 
 /// How much faster the `gemm` crate runs a real call with a small row-major C (at most
 /// [`NARROW_C_MAX_ELEMENTS`] elements, rows not whole 64-byte vectors) when both operands
-/// are K-contiguous (class `rc`) and K is at least [`NARROW_C_MIN_K`], than the five-feature
-/// model prices it (the model is fitted
-/// on larger products, where the classes run alike): `sqrt(2 · elements per vector / n)`
-/// within [1.4, 4], at or below what was measured (`docs/TUNING.md`, "Small C in the gemm
-/// crate"). 1 elsewhere.
+/// are K-contiguous (class `rc`) and K is at least [`NARROW_C_MIN_K`] than the five-feature
+/// model prices it (the model is fitted on larger products, where the classes run alike):
+/// `sqrt(2 · elements per vector / n)` within [1.4, 4], at or below what was measured
+/// (`docs/TUNING.md`, "Small C in the gemm crate"). 1 elsewhere.
 ///
 /// ```
 /// use ttgt::{DType, model::{narrow_c_speedup, GemmLayout, GemmLibrary}};

@@ -45,10 +45,8 @@ const NAMES: [&[&str]; 4] = [
     &["volume", "num_blocks", "intercept"],
 ];
 
-/// Index of the OA features' contiguous input run (kernel elements).
-pub(crate) const OA_RUN_IN: usize = 3;
-/// Index of the OA features' contiguous output run (kernel elements).
-pub(crate) const OA_RUN_OUT: usize = 4;
+/// Indices of the OA features' contiguous input and output runs (kernel elements).
+const OA_RUNS: [usize; 2] = [3, 4];
 
 /// Default coefficients at the reference bandwidth. Orthogonal-Distinct: the paper's Table
 /// II. Orthogonal-Arbitrary: a non-negative fit of these kernels (element-wise and 2x2
@@ -525,6 +523,25 @@ fn run_length(exts: &[usize], strides: &[isize], unit: isize) -> usize {
     run.max(1)
 }
 
+/// Stride, in tensor elements, of one kernel element along a fastest dim: 2 for 2x2 blocks
+/// (their strides count tensor elements and their rows are two elements long), else 1.
+fn run_unit(p: &GpuProblem) -> isize {
+    if p.micro.is_some() {
+        2
+    } else {
+        1
+    }
+}
+
+/// Bytes of the shorter of an Orthogonal-Arbitrary candidate's two contiguous runs (input
+/// and output side); `None` for the other schemas.
+pub(crate) fn oa_min_run_bytes(p: &GpuProblem, f: &Features) -> Option<f64> {
+    (f.schema == Schema::OrthogonalArbitrary).then(|| {
+        let row = (p.elem_bytes() / run_unit(p) as usize) as f64;
+        f.values[OA_RUNS[0]].min(f.values[OA_RUNS[1]]) * row
+    })
+}
+
 /// Counts of slices by kind along one side: (full, partial, valid extent of a partial one).
 fn side_kinds(inner: usize, n: usize, b: usize) -> (usize, usize, usize) {
     if b == 0 {
@@ -582,7 +599,7 @@ pub(crate) fn features(p: &GpuProblem, s: &Slice, nblk: usize) -> Features {
                     .sum();
                 vec![vol8, nblk as f64, va as f64, vb as f64, cycles, 1.0]
             } else {
-                let unit = if p.micro.is_some() { 2 } else { 1 };
+                let unit = run_unit(p);
                 let ea = s.input.extents(p);
                 let sa: Vec<isize> = s.input.dims.iter().map(|&d| p.dims[d].sa).collect();
                 let run_in = run_length(&ea, &sa, unit);

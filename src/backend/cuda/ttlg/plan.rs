@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Layout};
 
-use super::model::{features, Features, GpuModel, OA_RUN_IN, OA_RUN_OUT};
+use super::model::{features, oa_min_run_bytes, Features, GpuModel};
 use super::offsets::{build_meta, outer_dims, OuterDim};
 use super::problem::GpuProblem;
 use super::slice::{
@@ -376,15 +376,7 @@ impl TtlgPlan {
         }
         // Runs shorter than a sector waste most of each access, which the linear model
         // (fitted where such slices are rare) does not price: those slices rank last.
-        let unit = if problem.micro.is_some() {
-            problem.elem_bytes() / 2
-        } else {
-            problem.elem_bytes()
-        } as f64;
-        let short = |f: &Features| {
-            f.schema == Schema::OrthogonalArbitrary
-                && f.values[OA_RUN_IN].min(f.values[OA_RUN_OUT]) * unit < SECTOR_BYTES
-        };
+        let short = |f: &Features| oa_min_run_bytes(problem, f).is_some_and(|b| b < SECTOR_BYTES);
         all.sort_by(|x, y| {
             short(&x.3)
                 .cmp(&short(&y.3))

@@ -1,7 +1,7 @@
 //! TTLG's performance model: one linear regression per kernel over the features of the
-//! paper's Table II, with default coefficients derived from the paper's (fitted on a K40c
-//! moving doubles) scaled by the ratio of copy bandwidths, and a least-squares fit for
-//! `ttgt calibrate --backend cuda`.
+//! paper's Table II, with default coefficients (`DEFAULTS`: the paper's for OD, fitted on
+//! a K40c moving doubles; a fit to timed H200 plans for OA) scaled by the ratio of copy
+//! bandwidths, and a least-squares fit for `ttgt calibrate --backend cuda`.
 
 use std::path::PathBuf;
 
@@ -119,8 +119,8 @@ impl GpuModel {
         NAMES[schema.index()]
     }
 
-    /// The paper's coefficients scaled by `REFERENCE_BANDWIDTH / props.copy_bandwidth`
-    /// (the intercept, a launch overhead, is kept).
+    /// The default coefficients (`DEFAULTS`) scaled by `REFERENCE_BANDWIDTH /
+    /// props.copy_bandwidth` (the intercept, a launch overhead, is kept).
     ///
     /// ```
     /// use ttgt::backend::cuda::ttlg::{DeviceProps, GpuModel, Schema};

@@ -1,6 +1,6 @@
 //! A network of five operands: the four-index AO-to-MO transformation of quantum chemistry,
 //! `(ij|kl) = sum_pqrs C_pi C_qj (pq|rs) C_rk C_sl`, as one einsum call. Prints the path
-//! ttgt chooses (fewest FLOPs) beside left-to-right evaluation, times both step by step, and
+//! ttgt chooses (fewest predicted seconds) beside left-to-right evaluation, times both step by step, and
 //! checks sampled elements of the result against a direct sum.
 //!
 //! Run: `cargo run --release --example network [n]` (n basis functions, default 32).
@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for strategy in [PathStrategy::Auto, PathStrategy::LeftToRight] {
         let options = PathOptions {
             strategy,
-            memory_limit: None,
+            ..Default::default()
         };
         let path = ttgt::einsum_path(spec, &shapes, &options)?;
         print!("{path}");

@@ -287,8 +287,8 @@ where
 
 /// einsum with any number of operands. One and two operands run through the planner; more
 /// are contracted pairwise in the order [`einsum_path`] finds with default options (the
-/// fewest FLOPs, searched exactly up to ten operands), each intermediate keeping only the
-/// indices still needed.
+/// fewest predicted seconds for `T`, see [`plan::PathStrategy::Auto`]; found once per spec
+/// and shapes), each intermediate keeping only the indices still needed.
 ///
 /// ```
 /// use ndarray::Array2;
@@ -302,7 +302,8 @@ pub fn einsum<T: Element>(spec: &str, operands: &[ArrayViewD<'_, T>]) -> Result<
 }
 
 /// The contraction order [`einsum_with`] would follow for operands of these shapes, with its
-/// FLOP count (numpy's `einsum_path`).
+/// FLOP count and, for the default search, its predicted time (numpy's `einsum_path`; the
+/// steps are priced for [`PathOptions::dtype`], `f64` when it is open).
 ///
 /// ```
 /// use ttgt::plan::{PathOptions, PathStrategy};
@@ -318,8 +319,15 @@ pub fn einsum_path(
     shapes: &[&[usize]],
     options: &PathOptions,
 ) -> Result<ContractionPath> {
-    let bound = parse(spec)?.bind(shapes)?;
-    ContractionPath::new(&bound, options)
+    plan::cached_path(spec, shapes, options).map(|p| (*p).clone())
+}
+
+/// `options` with the element type the steps are priced for set to `T`'s where it is open.
+fn priced_for<T: Element>(options: &PathOptions) -> PathOptions {
+    PathOptions {
+        dtype: options.dtype.or(Some(T::DTYPE)),
+        ..options.clone()
+    }
 }
 
 /// An operand of a pairwise step: one of the caller's (a view) or an intermediate in a pooled
@@ -385,7 +393,7 @@ pub fn einsum_with<T: Element>(
     options: &PathOptions,
 ) -> Result<ArrayD<T>> {
     let shapes: Vec<&[usize]> = operands.iter().map(|a| a.shape()).collect();
-    let path = einsum_path(spec, &shapes, options)?;
+    let path = plan::cached_path(spec, &shapes, &priced_for::<T>(options))?;
     Ok(einsum_along(&path, operands)?.0)
 }
 
@@ -532,6 +540,6 @@ where
     Dc: Dimension,
 {
     let shapes: Vec<&[usize]> = operands.iter().map(|a| a.shape()).collect();
-    let path = einsum_path(spec, &shapes, &PathOptions::default())?;
+    let path = plan::cached_path(spec, &shapes, &priced_for::<T>(&PathOptions::default()))?;
     einsum_along_into(&path, alpha, operands, beta, c).map(|_| ())
 }

@@ -488,7 +488,11 @@ fn networks_follow_the_chosen_path() {
     ]);
     let j = json_line(&out);
     assert_eq!(j["check"], "ok", "{out}");
-    assert_eq!(j["path_strategy"], "optimal");
+    assert!(j["path_strategy"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("predicted time")));
+    assert!(j["predicted_seconds"].as_f64().is_some_and(|t| t > 0.0));
+    assert!(j["flop_path_predicted_seconds"].as_f64() >= j["predicted_seconds"].as_f64());
     assert_eq!(j["flops"].as_f64(), Some(4.0 * 2.0 * 6f64.powi(5)));
     assert_eq!(j["naive_flops"].as_f64(), Some(5.0 * 6f64.powi(8)));
     assert_eq!(j["steps"].as_array().map(Vec::len), Some(4));
@@ -1386,15 +1390,24 @@ fn bench_networks_json() {
             "seconds",
             "gflops",
             "flops",
-            "left_seconds",
-            "left_flops",
+            "predicted_seconds",
+            "planning_seconds",
+            "flop_path_seconds",
+            "flop_path_flops",
+            "flop_path_predicted_seconds",
+            "flop_path_speedup",
             "ratio",
         ] {
             let v = case[key].as_f64();
             assert!(v.is_some_and(|x| x > 0.0), "{key} in {case}");
         }
         assert!(
-            case["flops"].as_f64() <= case["left_flops"].as_f64(),
+            case["flop_path_flops"].as_f64() <= case["flops"].as_f64(),
+            "{case}"
+        );
+        assert!(
+            case["predicted_seconds"].as_f64().unwrap_or(f64::INFINITY)
+                <= case["flop_path_predicted_seconds"].as_f64().unwrap_or(0.0) * (1.0 + 1e-9),
             "{case}"
         );
         assert_eq!(case["dtype"], "c32");
@@ -1404,8 +1417,16 @@ fn bench_networks_json() {
         );
     }
     assert_eq!(lines[0]["case"], "ao2mo");
-    assert_eq!(lines[0]["path_strategy"], "optimal");
+    assert!(lines[0]["path_strategy"]
+        .as_str()
+        .is_some_and(|s| s.starts_with("predicted time")));
     assert_eq!(lines[2]["summary"], true);
+    assert!(lines[2]["geomean_flop_path_speedup"]
+        .as_f64()
+        .is_some_and(|x| x > 0.0));
+    assert!(lines[2]["mean_prediction_error"]
+        .as_f64()
+        .is_some_and(|x| x >= 0.0));
     let o = ttgt(&["bench", "networks", "--only", "nosuch"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no network selected"));

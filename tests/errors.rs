@@ -856,7 +856,7 @@ fn plan_rows() -> Vec<Row> {
                 let (a, b, c) = (z(&[2, 3]), z(&[3, 4]), z(&[4, 5]));
                 let o = PathOptions {
                     strategy: PathStrategy::Explicit(vec![(1, 1), (0, 1)]),
-                    memory_limit: None,
+                    ..Default::default()
                 };
                 ttgt::einsum_with("ij,jk,kl->il", &[a.view(), b.view(), c.view()], &o).map(drop)
             },

@@ -1,7 +1,7 @@
 //! `ttgt bench networks`: einsum networks of three or more operands (the table of
-//! `benches/data/networks.tsv`), each run along the path `einsum` chooses, beside the same
-//! network evaluated left to right and beside plain GEMMs of every step's `m, n, k`, all
-//! measured in the same rounds.
+//! `benches/data/networks.tsv`), each run along the path `einsum` chooses (fewest predicted
+//! seconds), beside the same network run by ttgt along the FLOP-optimal path and beside plain
+//! GEMMs of every step's `m, n, k`, all measured in the same rounds.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -138,10 +138,18 @@ pub struct NetworkResult {
     pub strategy: &'static str,
     /// Each step's spec and its time in the best run.
     pub steps: Vec<(String, f64)>,
-    /// Best time left to right, and that path's FLOPs.
-    pub left_seconds: f64,
-    /// FLOPs of the left-to-right path.
-    pub left_flops: f64,
+    /// Predicted seconds of the chosen path.
+    pub predicted_seconds: f64,
+    /// Seconds the path search took.
+    pub planning_seconds: f64,
+    /// Best time along the FLOP-optimal path (greedy beyond
+    /// [`AUTO_OPTIMAL_MAX_OPERANDS`](crate::plan::AUTO_OPTIMAL_MAX_OPERANDS) operands) with the
+    /// FLOP search's intermediate orders, run by ttgt.
+    pub flop_seconds: f64,
+    /// FLOPs of the FLOP-optimal path.
+    pub flop_flops: f64,
+    /// Predicted seconds of the FLOP-optimal path.
+    pub flop_predicted_seconds: f64,
     /// Sum over the chosen path's steps of the best same-size GEMM (`batch` calls of the
     /// step's `m, n, k`, the faster library).
     pub gemm_reference_seconds: f64,
@@ -158,9 +166,14 @@ impl NetworkResult {
         self.gemm_reference_seconds / self.seconds
     }
 
-    /// Left-to-right time over the chosen path's time.
-    pub fn left_speedup(&self) -> f64 {
-        self.left_seconds / self.seconds
+    /// The FLOP-optimal path's time over the chosen path's time.
+    pub fn flop_speedup(&self) -> f64 {
+        self.flop_seconds / self.seconds
+    }
+
+    /// Predicted over measured time of the chosen path (1 = the model is right).
+    pub fn prediction_ratio(&self) -> f64 {
+        self.predicted_seconds / self.seconds
     }
 }
 
@@ -191,12 +204,23 @@ fn run_typed<T: Element>(case: &NetworkCase, o: &NetworkBenchOptions) -> Result<
         .map(|(k, s)| operand(s, 7 + k))
         .collect::<Result<_>>()?;
     let views: Vec<ArrayViewD<'_, T>> = ops.iter().map(|a| a.view()).collect();
-    let path = crate::einsum_path(&case.spec, &refs, &PathOptions::default())?;
-    let left_options = PathOptions {
-        strategy: PathStrategy::LeftToRight,
-        memory_limit: None,
+    let priced = PathOptions {
+        dtype: Some(T::DTYPE),
+        threads: Some(o.threads.max(1)),
+        ..Default::default()
     };
-    let left = crate::einsum_path(&case.spec, &refs, &left_options)?;
+    crate::plan::clear_plan_caches(); // the search's time is part of the record
+    let path = crate::einsum_path(&case.spec, &refs, &priced)?;
+    let flop_options = PathOptions {
+        strategy: if refs.len() <= crate::plan::AUTO_OPTIMAL_MAX_OPERANDS {
+            PathStrategy::Optimal
+        } else {
+            PathStrategy::Greedy
+        },
+        ..Default::default()
+    };
+    let flop = crate::einsum_path(&case.spec, &refs, &flop_options)?;
+    let reference = path.reference();
     // Each step's GEMM shape, from its plan.
     let mut timers = Vec::new();
     for step in path.steps() {
@@ -246,19 +270,30 @@ fn run_typed<T: Element>(case: &NetworkCase, o: &NetworkBenchOptions) -> Result<
             .sum()
     };
     // One untimed round (plans, first touch of pages), then rounds that time everything once.
+    let same_steps = path.pairs() == flop.pairs()
+        && path
+            .steps()
+            .iter()
+            .zip(flop.steps())
+            .all(|(a, b)| a.spec == b.spec);
     run(&path)?;
-    run(&left)?;
+    run(&flop)?;
     gemms(&mut timers);
-    let (mut best, mut best_left, mut best_gemm) =
+    let (mut best, mut best_flop, mut best_gemm) =
         ((f64::INFINITY, Vec::new()), f64::INFINITY, f64::INFINITY);
     let mut times = Vec::with_capacity(o.repeat.max(1));
     for _ in 0..o.repeat.max(1) {
         let r = run(&path)?;
         times.push(r.0);
         if r.0 < best.0 {
-            best = r;
+            best = r.clone();
         }
-        best_left = best_left.min(run(&left)?.0);
+        // the same steps as the chosen path: the same run, not a second sample of it
+        if same_steps {
+            best_flop = best_flop.min(r.0);
+        } else {
+            best_flop = best_flop.min(run(&flop)?.0);
+        }
         best_gemm = best_gemm.min(gemms(&mut timers));
     }
     Ok(NetworkResult {
@@ -277,21 +312,25 @@ fn run_typed<T: Element>(case: &NetworkCase, o: &NetworkBenchOptions) -> Result<
             .map(|s| s.spec.clone())
             .zip(best.1)
             .collect(),
-        left_seconds: best_left,
-        left_flops: left.flops(),
+        predicted_seconds: path.predicted_seconds().unwrap_or(f64::NAN),
+        planning_seconds: reference.map_or(0.0, |r| r.planning_seconds),
+        flop_seconds: best_flop,
+        flop_flops: flop.flops(),
+        flop_predicted_seconds: reference.map_or(f64::NAN, |r| r.predicted_seconds),
         gemm_reference_seconds: best_gemm,
     })
 }
 
-/// Runs one network in `o.threads` threads: along the chosen path, left to right, and the
-/// same-size GEMMs of the path's steps, in interleaved rounds.
+/// Runs one network in `o.threads` threads: along the chosen path, along the FLOP-optimal
+/// path, and the same-size GEMMs of the chosen path's steps, in interleaved rounds.
 ///
 /// ```
 /// use ttgt::bench::{bench_network, parse_networks, NetworkBenchOptions, NETWORKS_TSV};
 /// let case = &parse_networks(NETWORKS_TSV).unwrap()[0];
 /// let o = NetworkBenchOptions { scale: 0.25, repeat: 1, threads: 1, ..Default::default() };
 /// let r = bench_network(case, &o).unwrap();
-/// assert!(r.seconds > 0.0 && r.ratio() > 0.0 && r.flops <= r.left_flops);
+/// assert!(r.seconds > 0.0 && r.ratio() > 0.0 && r.flop_flops <= r.flops);
+/// assert!(r.predicted_seconds <= r.flop_predicted_seconds * (1.0 + 1e-9));
 /// ```
 pub fn bench_network(case: &NetworkCase, o: &NetworkBenchOptions) -> Result<NetworkResult> {
     let go = || match o.dtype {

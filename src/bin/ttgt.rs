@@ -241,6 +241,7 @@ impl ContractArgs {
         Ok(ttgt::PathOptions {
             strategy,
             memory_limit: self.memory_limit,
+            ..Default::default()
         })
     }
 }

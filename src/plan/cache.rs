@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::contraction::ContractionPlan;
 use super::options::PlanOptions;
+use super::path::{ContractionPath, PathOptions};
 use crate::bounded_cache::{cached, hash_of, BoundedCache};
 use crate::error::Result;
 use crate::tensor::{DType, Layout};
@@ -70,17 +71,7 @@ pub fn cached_contraction_plan(
             && k.7 == rules
     };
     cached(cache(), hash, same, || {
-        let planned = |threads| {
-            let o = PlanOptions {
-                threads: Some(threads),
-                ..options.clone()
-            };
-            ContractionPlan::with_options(spec, inputs, c, dtype, &o)
-        };
-        let mut plan = planned(threads)?;
-        if outside && better_on_one_thread(&plan) {
-            plan = planned(1)?;
-        }
+        let mut plan = plan_at(spec, inputs, c, dtype, options, threads, outside)?;
         // a plan called again and again refines its choice from its first executions
         if super::refinement_enabled() && options.tuning == super::PlanTuning::Estimate {
             plan.refine_from_executions();
@@ -99,6 +90,98 @@ pub fn cached_contraction_plan(
     })
 }
 
+/// The plan a call makes at `threads`, on one thread instead where the small-work rule
+/// applies (`outside`: called from outside a pool of that size with the count left open).
+fn plan_at(
+    spec: &str,
+    inputs: &[Layout],
+    c: &Layout,
+    dtype: DType,
+    options: &PlanOptions,
+    threads: usize,
+    outside: bool,
+) -> Result<ContractionPlan> {
+    let planned = |threads| {
+        let o = PlanOptions {
+            threads: Some(threads),
+            ..options.clone()
+        };
+        ContractionPlan::with_options(spec, inputs, c, dtype, &o)
+    };
+    let plan = planned(threads)?;
+    if outside && better_on_one_thread(&plan) {
+        planned(1)
+    } else {
+        Ok(plan)
+    }
+}
+
+/// The plan [`cached_contraction_plan`] would make for these arguments, made now and not
+/// cached (the path search prices candidate steps with it).
+pub(crate) fn plan_as_called(
+    spec: &str,
+    inputs: &[Layout],
+    c: &Layout,
+    dtype: DType,
+    options: &PlanOptions,
+) -> Result<ContractionPlan> {
+    let threads = crate::threads::resolve(options.threads)?;
+    let outside = options.threads.is_none() && crate::transpose::wakes_threads(threads);
+    plan_at(spec, inputs, c, dtype, options, threads, outside)
+}
+
+/// Paths kept (least recently inserted ones are dropped first).
+pub const PATH_CACHE_CAPACITY: usize = 64;
+
+/// Spec, operand shapes, options, the thread count they resolve to and the rules' generation.
+type PathKey = (String, Vec<Vec<usize>>, PathOptions, usize, u64);
+
+fn path_cache() -> &'static Mutex<BoundedCache<PathKey, Arc<ContractionPath>>> {
+    static C: OnceLock<Mutex<BoundedCache<PathKey, Arc<ContractionPath>>>> = OnceLock::new();
+    C.get_or_init(|| Mutex::new(BoundedCache::new(PATH_CACHE_CAPACITY)))
+}
+
+/// The path [`crate::einsum_path`] finds for these arguments, from the cache or found (and
+/// cached) now: an einsum of three or more operands called again with the same shapes
+/// searches its path once.
+///
+/// ```
+/// use ttgt::plan::{cached_path, PathOptions};
+/// let s: [&[usize]; 3] = [&[4, 5], &[5, 6], &[6, 7]];
+/// let p1 = cached_path("ab,bc,cd->ad", &s, &PathOptions::default()).unwrap();
+/// let p2 = cached_path("ab,bc,cd->ad", &s, &PathOptions::default()).unwrap();
+/// assert!(std::sync::Arc::ptr_eq(&p1, &p2));
+/// ```
+pub fn cached_path(
+    spec: &str,
+    shapes: &[&[usize]],
+    options: &PathOptions,
+) -> Result<Arc<ContractionPath>> {
+    let threads = crate::threads::resolve(options.threads)?;
+    let rules = crate::transpose::rules_generation();
+    let hash = hash_of(&(spec, shapes, options, threads, rules));
+    let same = |k: &PathKey| {
+        k.0 == spec
+            && k.1.len() == shapes.len()
+            && k.1.iter().zip(shapes).all(|(a, b)| a.as_slice() == *b)
+            && k.2 == *options
+            && k.3 == threads
+            && k.4 == rules
+    };
+    cached(path_cache(), hash, same, || {
+        let bound = crate::einsum::parse(spec)?.bind(shapes)?;
+        let path = ContractionPath::new(&bound, options)?;
+        let key = (
+            spec.to_string(),
+            shapes.iter().map(|s| s.to_vec()).collect(),
+            options.clone(),
+            threads,
+            rules,
+        );
+        Ok((key, Arc::new(path)))
+    })
+}
+
 /// Drops every cached contraction plan and transposition plan, so that the next call of
 /// each shape plans again (what a first call costs).
 ///
@@ -107,6 +190,10 @@ pub fn cached_contraction_plan(
 /// ```
 pub fn clear_plan_caches() {
     cache().lock().unwrap_or_else(|e| e.into_inner()).clear();
+    path_cache()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clear();
     crate::transpose::clear_plan_cache();
 }
 

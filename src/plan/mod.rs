@@ -14,12 +14,13 @@ mod groups;
 mod loops;
 mod options;
 mod path;
+mod path_time;
 mod prepare;
 mod refine;
 
 pub use cache::{
-    better_on_one_thread, cached_contraction_plan, clear_plan_caches, CONTRACTION_CACHE_CAPACITY,
-    SINGLE_THREAD_BELOW_SECONDS,
+    better_on_one_thread, cached_contraction_plan, cached_path, clear_plan_caches,
+    CONTRACTION_CACHE_CAPACITY, PATH_CACHE_CAPACITY, SINGLE_THREAD_BELOW_SECONDS,
 };
 pub use candidate::{
     Candidate, CandidateKind, GettRun, InPlaceC, Labels, StepCosts, TiledC, COPY_STEP_SECONDS,
@@ -30,8 +31,11 @@ pub(crate) use groups::{axes_of, axis_of, fuse_axes, packed_layout, stride_of};
 pub use loops::{LoopDim, NestedLoops, LOOPS_ALONE_SECONDS, LOOPS_MAX_PRODUCTS};
 pub use options::{Epilogue, PlanOptions, PlanTuning, DEFAULT_TILE_BYTES, WIDE_TILE_BYTES};
 pub use path::{
-    ContractionPath, PathOptions, PathStep, PathStrategy, AUTO_OPTIMAL_MAX_OPERANDS,
+    ContractionPath, PathOptions, PathReference, PathStep, PathStrategy, AUTO_OPTIMAL_MAX_OPERANDS,
     OPTIMAL_MAX_OPERANDS,
+};
+pub use path_time::{
+    TIME_DP_MAX_OPERANDS, TIME_DP_ORDERS, TIME_SEARCH_MIN_SECONDS, TIME_SEARCH_SHARE,
 };
 pub use prepare::OperandPrep;
 pub(crate) use refine::Refinement;

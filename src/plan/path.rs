@@ -18,8 +18,13 @@
 //!   the one whose result removes the most elements (result size minus the sizes of the two
 //!   inputs), then the fewer FLOPs; outer products only when no pair shares an index, the
 //!   smallest result first.
-//! - [`PathStrategy::Auto`] (the default): optimal up to [`AUTO_OPTIMAL_MAX_OPERANDS`]
-//!   operands (under a millisecond of planning), greedy beyond.
+//! - [`PathStrategy::Auto`] (the default): the path of fewest predicted seconds, not FLOPs.
+//!   From the FLOP-optimal path (greedy beyond [`AUTO_OPTIMAL_MAX_OPERANDS`] operands), each
+//!   step priced by the two-operand planner, the intermediates' index orders and (up to
+//!   [`TIME_DP_MAX_OPERANDS`](super::TIME_DP_MAX_OPERANDS) operands) the order of the steps
+//!   are searched on predicted time within a planning budget; the FLOP-optimal path's
+//!   predicted time is kept beside it ([`ContractionPath::reference`]). See
+//!   `plan/path_time.rs`.
 //! - [`PathStrategy::LeftToRight`]: the first two operands, then the result with the third,
 //!   and so on.
 //! - [`PathStrategy::Explicit`]: a path in numpy's notation: pairs of positions in the
@@ -35,8 +40,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::path_time::{self, Net, Pricer, Tree};
 use crate::einsum::{BoundSpec, Label};
 use crate::error::{Error, Result};
+use crate::tensor::DType;
 
 /// Most operands [`PathStrategy::Optimal`] accepts (its search visits 3^n splits).
 pub const OPTIMAL_MAX_OPERANDS: usize = 16;
@@ -54,7 +61,8 @@ pub const AUTO_OPTIMAL_MAX_OPERANDS: usize = 10;
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum PathStrategy {
-    /// Optimal up to [`AUTO_OPTIMAL_MAX_OPERANDS`] operands, greedy beyond.
+    /// Fewest predicted seconds: the FLOP search's path (optimal up to
+    /// [`AUTO_OPTIMAL_MAX_OPERANDS`] operands, greedy beyond) refined on predicted time.
     #[default]
     Auto,
     /// Fewest FLOPs over all pairwise orders (dynamic programming over subsets).
@@ -85,7 +93,7 @@ pub enum PathStrategy {
 ///
 /// ```
 /// use ttgt::plan::{PathOptions, PathStrategy};
-/// let o = PathOptions { strategy: PathStrategy::Greedy, memory_limit: Some(1 << 20) };
+/// let o = PathOptions { strategy: PathStrategy::Greedy, memory_limit: Some(1 << 20), ..Default::default() };
 /// assert_eq!(PathOptions::default().memory_limit, None);
 /// # let _ = o;
 /// ```
@@ -97,6 +105,11 @@ pub struct PathOptions {
     /// exempt. Not applied to [`PathStrategy::Explicit`], [`PathStrategy::Numpy`] and
     /// [`PathStrategy::LeftToRight`].
     pub memory_limit: Option<usize>,
+    /// Element type the steps are priced for by [`PathStrategy::Auto`]; `None`: `f64`.
+    /// [`crate::einsum`] and its relatives set their operands' type.
+    pub dtype: Option<DType>,
+    /// Threads the steps are priced for; `None`: the calling pool's, as the steps run.
+    pub threads: Option<usize>,
 }
 
 /// One pairwise contraction of a path.
@@ -122,6 +135,36 @@ pub struct PathStep {
     pub elements: f64,
     /// Number of distinct indices of both operands (the step's scaling, as numpy prints it).
     pub scaling: usize,
+    /// Predicted seconds of the step (row-major operands and result), where the path was
+    /// searched on predicted time.
+    pub predicted_seconds: Option<f64>,
+}
+
+/// What a path searched on predicted time is compared with: the FLOP-optimal path (greedy
+/// beyond [`AUTO_OPTIMAL_MAX_OPERANDS`] operands) with the FLOP search's intermediate orders,
+/// and what the search cost.
+///
+/// ```
+/// let shapes: [&[usize]; 3] = [&[60, 50, 40], &[40, 30], &[30, 50]];
+/// let p = ttgt::einsum_path("abc,cd,db->a", &shapes, &Default::default()).unwrap();
+/// let r = p.reference().unwrap();
+/// assert!(p.predicted_seconds().unwrap() <= r.predicted_seconds * (1.0 + 1e-9));
+/// assert!(r.steps_planned >= 2);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathReference {
+    /// The reference path in numpy's notation.
+    pub pairs: Vec<(usize, usize)>,
+    /// Its steps as two-operand specs.
+    pub specs: Vec<String>,
+    /// Its FLOPs.
+    pub flops: f64,
+    /// Its predicted seconds.
+    pub predicted_seconds: f64,
+    /// Distinct steps the search planned to price them.
+    pub steps_planned: usize,
+    /// Seconds the search took.
+    pub planning_seconds: f64,
 }
 
 /// A contraction order for an einsum spec: the pairwise steps, their costs, and how the
@@ -143,6 +186,7 @@ pub struct ContractionPath {
     steps: Vec<PathStep>,
     naive_flops: f64,
     largest: f64,
+    reference: Option<PathReference>,
 }
 
 /// `f(label, stretched)` of every axis of every operand, the `None`s left out.
@@ -434,6 +478,99 @@ fn to_positions(ssa: &mut Ssa, n: usize) -> Vec<(usize, usize)> {
     out
 }
 
+/// The index order the FLOP searches give each step's result: the larger operand's kept
+/// indices first, in its order, then the other's (the larger one can then often be read in
+/// place as the GEMM's row-major M x K or K x N matrix and the result written without a
+/// transposition); the output's order for the last step.
+fn flop_orders(
+    labels: &[Vec<Label>],
+    masks: &[u128],
+    sets: &Sets,
+    index: &BTreeMap<Label, usize>,
+    output: &[Label],
+    ssa: &Ssa,
+) -> Vec<Vec<Label>> {
+    let mask = |ls: &[Label]| ls.iter().fold(0u128, |m, l| m | 1 << index[l]);
+    let mut tensors: Vec<Vec<Label>> = labels.to_vec();
+    let mut live: Vec<(usize, u128)> = masks.iter().copied().enumerate().collect();
+    let mut orders = Vec::with_capacity(ssa.len());
+    for (s, &(x, y)) in ssa.iter().enumerate() {
+        let (ge2, ge3) = multiplicity(&live);
+        let keep = kept(live_mask(&live, x), live_mask(&live, y), sets.out, ge2, ge3);
+        let out: Vec<Label> = if s + 1 == ssa.len() {
+            output.to_vec()
+        } else {
+            let size = |t: &[Label]| sets.size(mask(t));
+            let (first, second) = if size(&tensors[x]) >= size(&tensors[y]) {
+                (x, y)
+            } else {
+                (y, x)
+            };
+            let mut v: Vec<Label> = Vec::new();
+            for &l in tensors[first].iter().chain(&tensors[second]) {
+                if keep & 1 << index[&l] != 0 && !v.contains(&l) {
+                    v.push(l);
+                }
+            }
+            v
+        };
+        live.retain(|&(id, _)| id != x && id != y);
+        live.push((masks.len() + s, keep));
+        tensors.push(out.clone());
+        orders.push(out);
+    }
+    orders
+}
+
+/// What the walk along a path needs to write its steps.
+struct Walk<'a> {
+    labels: &'a [Vec<Label>],
+    masks: &'a [u128],
+    sets: &'a Sets,
+    index: &'a BTreeMap<Label, usize>,
+    letter: &'a BTreeMap<Label, char>,
+    reduction: &'a dyn Fn(usize) -> f64,
+}
+
+impl Walk<'_> {
+    /// The steps of `ssa` (pairs in numpy's notation in `positions`, results in `orders`)
+    /// and the elements of the largest intermediate.
+    fn steps(
+        &self,
+        ssa: &Ssa,
+        positions: &[(usize, usize)],
+        orders: &[Vec<Label>],
+    ) -> (Vec<PathStep>, f64) {
+        let mask = |ls: &[Label]| ls.iter().fold(0u128, |m, l| m | 1 << self.index[l]);
+        let text = |ls: &[Label]| ls.iter().map(|l| self.letter[l]).collect::<String>();
+        let n = self.labels.len();
+        let mut tensors: Vec<Vec<Label>> = self.labels.to_vec();
+        let mut live: Vec<(usize, u128)> = self.masks.iter().copied().enumerate().collect();
+        let mut steps = Vec::with_capacity(ssa.len());
+        let mut largest: f64 = 0.0;
+        for (s, ((&(x, y), &pair), out)) in ssa.iter().zip(positions).zip(orders).enumerate() {
+            let (mx, my) = (live_mask(&live, x), live_mask(&live, y));
+            let keep = mask(out);
+            let elements = self.sets.size(keep);
+            if s + 1 < ssa.len() {
+                largest = largest.max(elements);
+            }
+            steps.push(PathStep {
+                pair,
+                spec: format!("{},{}->{}", text(&tensors[x]), text(&tensors[y]), text(out)),
+                flops: (self.reduction)(x) + (self.reduction)(y) + self.sets.flops(mx, my, keep),
+                elements,
+                scaling: (mx | my).count_ones() as usize,
+                predicted_seconds: None,
+            });
+            live.retain(|&(id, _)| id != x && id != y);
+            live.push((n + s, keep));
+            tensors.push(out.clone());
+        }
+        (steps, largest)
+    }
+}
+
 impl ContractionPath {
     /// Finds a contraction order for a bound spec.
     ///
@@ -508,57 +645,61 @@ impl ContractionPath {
             PathStrategy::Auto | PathStrategy::Greedy => ("greedy", greedy(&masks, &sets, limit)?),
         };
         let letter = letters(bound)?;
-        let text = |ls: &[Label]| ls.iter().map(|l| letter[l]).collect::<String>();
-        let positions = to_positions(&mut ssa, n);
-        // Walk the path: each step's operands, result labels (the larger operand's kept labels
-        // in its order, then the other's; the output's order for the last step) and costs.
-        let mut tensors: Vec<Vec<Label>> = labels;
-        let mut live: Vec<(usize, u128)> = masks.iter().copied().enumerate().collect();
-        let mut steps = Vec::with_capacity(ssa.len());
-        let mut largest: f64 = 0.0;
-        for (s, (&(x, y), &pair)) in ssa.iter().zip(&positions).enumerate() {
-            let (ge2, ge3) = multiplicity(&live);
-            let (mx, my) = (live_mask(&live, x), live_mask(&live, y));
-            let keep = kept(mx, my, sets.out, ge2, ge3);
-            let out: Vec<Label> = if s + 1 == ssa.len() {
-                bound.output().to_vec()
-            } else {
-                // The larger operand's kept indices first, in its order, then the other's: the
-                // larger one can then often be read in place as the GEMM's row-major M x K
-                // (or K x N) matrix and the result written without a transposition.
-                let size = |t: &[Label]| sets.size(mask(t));
-                let (first, second) = if size(&tensors[x]) >= size(&tensors[y]) {
-                    (x, y)
-                } else {
-                    (y, x)
-                };
-                let mut v: Vec<Label> = Vec::new();
-                for &l in tensors[first].iter().chain(&tensors[second]) {
-                    if keep & 1 << index[&l] != 0 && !v.contains(&l) {
-                        v.push(l);
-                    }
-                }
-                v
+        let mut orders = flop_orders(&labels, &masks, &sets, &index, bound.output(), &ssa);
+        let walk = Walk {
+            labels: &labels,
+            masks: &masks,
+            sets: &sets,
+            index: &index,
+            letter: &letter,
+            reduction: &reduction,
+        };
+        let mut strategy = strategy;
+        let mut predicted: Option<Vec<f64>> = None;
+        let mut reference = None;
+        if options.strategy == PathStrategy::Auto && n >= 3 {
+            let bits: Vec<f64> = sets.ext.clone();
+            let net = Net {
+                labels: &labels,
+                bit: &index,
+                ext: &bits,
+                letter: &letter,
+                masks: &masks,
+                output: bound.output(),
+                out_mask: sets.out,
             };
-            let elements = sets.size(keep);
-            if s + 1 < ssa.len() {
-                largest = largest.max(elements);
-            }
-            steps.push(PathStep {
-                pair,
-                spec: format!(
-                    "{},{}->{}",
-                    text(&tensors[x]),
-                    text(&tensors[y]),
-                    text(&out)
-                ),
-                flops: reduction(x) + reduction(y) + sets.flops(mx, my, keep),
-                elements,
-                scaling: (mx | my).count_ones() as usize,
+            let mut pricer = Pricer::new(options.dtype.unwrap_or(DType::F64), options.threads);
+            let found = path_time::search(
+                &net,
+                Tree {
+                    ssa: ssa.clone(),
+                    orders: orders.clone(),
+                },
+                &mut pricer,
+                limit,
+            );
+            let mut flop_ssa = ssa.clone();
+            let flop_positions = to_positions(&mut flop_ssa, n);
+            let (flop_steps, _) = walk.steps(&flop_ssa, &flop_positions, &orders);
+            reference = Some(PathReference {
+                pairs: flop_positions,
+                specs: flop_steps.iter().map(|s| s.spec.clone()).collect(),
+                flops: flop_steps.iter().map(|s| s.flops).sum(),
+                predicted_seconds: found.reference.total(),
+                steps_planned: found.planned,
+                planning_seconds: found.seconds,
             });
-            live.retain(|&(id, _)| id != x && id != y);
-            live.push((n + s, keep));
-            tensors.push(out);
+            strategy = found.how;
+            ssa = found.chosen.tree.ssa;
+            orders = found.chosen.tree.orders;
+            predicted = Some(found.chosen.seconds);
+        }
+        let positions = to_positions(&mut ssa, n);
+        let (mut steps, largest) = walk.steps(&ssa, &positions, &orders);
+        if let Some(p) = predicted {
+            for (step, s) in steps.iter_mut().zip(p) {
+                step.predicted_seconds = Some(s);
+            }
         }
         // numpy's naive count: every index at once, one multiply per extra operand, one more
         // add when something is summed.
@@ -573,6 +714,7 @@ impl ContractionPath {
             steps,
             naive_flops: sets.size(all) * factor,
             largest,
+            reference,
         })
     }
 
@@ -658,8 +800,35 @@ impl ContractionPath {
         self.largest
     }
 
-    /// Which search made the path: "optimal", "greedy", "left to right", "explicit" or
-    /// "single step" (one or two operands).
+    /// Predicted seconds of the whole path, where it was searched on predicted time
+    /// ([`PathStrategy::Auto`] with three or more operands).
+    ///
+    /// ```
+    /// let s: [&[usize]; 3] = [&[20, 30], &[30, 40], &[40, 50]];
+    /// let p = ttgt::einsum_path("ij,jk,kl->il", &s, &Default::default()).unwrap();
+    /// assert!(p.predicted_seconds().unwrap() > 0.0);
+    /// let o = ttgt::plan::PathOptions { strategy: ttgt::plan::PathStrategy::Optimal, ..Default::default() };
+    /// assert_eq!(ttgt::einsum_path("ij,jk,kl->il", &s, &o).unwrap().predicted_seconds(), None);
+    /// ```
+    pub fn predicted_seconds(&self) -> Option<f64> {
+        self.steps.iter().map(|s| s.predicted_seconds).sum()
+    }
+
+    /// The FLOP-optimal path this one was compared with, where it was searched on predicted
+    /// time (see [`PathReference`]).
+    ///
+    /// ```
+    /// let s: [&[usize]; 3] = [&[20, 30], &[30, 40], &[40, 50]];
+    /// let p = ttgt::einsum_path("ij,jk,kl->il", &s, &Default::default()).unwrap();
+    /// assert!(p.reference().unwrap().flops <= p.flops());
+    /// ```
+    pub fn reference(&self) -> Option<&PathReference> {
+        self.reference.as_ref()
+    }
+
+    /// Which search made the path: "predicted time (...)" (how far the search went),
+    /// "optimal", "greedy", "left to right", "explicit" or "single step" (one or two
+    /// operands).
     ///
     /// ```
     /// let p = ttgt::einsum_path("ij,jk", &[&[2, 3], &[3, 4]], &Default::default()).unwrap();
@@ -687,13 +856,42 @@ impl fmt::Display for ContractionPath {
             self.largest
         )?;
         for (k, s) in self.steps.iter().enumerate() {
-            writeln!(
+            write!(
                 f,
                 "  step {k}: {:?} {:<24} {} indices, {:.3e} FLOPs, result {:.0} elements",
                 s.pair, s.spec, s.scaling, s.flops, s.elements
             )?;
+            match s.predicted_seconds {
+                Some(t) => writeln!(f, ", predicted {}", seconds_text(t))?,
+                None => writeln!(f)?,
+            }
+        }
+        if let (Some(t), Some(r)) = (self.predicted_seconds(), &self.reference) {
+            writeln!(
+                f,
+                "  predicted {}; the FLOP-optimal path {:?}: {:.4e} FLOPs, predicted {} ({:.2}x); \
+                 search: {} steps planned in {}",
+                seconds_text(t),
+                r.pairs,
+                r.flops,
+                seconds_text(r.predicted_seconds),
+                r.predicted_seconds / t,
+                r.steps_planned,
+                seconds_text(r.planning_seconds)
+            )?;
         }
         Ok(())
+    }
+}
+
+/// Seconds in the unit that suits them (`12.3 us`, `4.56 ms`, `1.23 s`).
+fn seconds_text(t: f64) -> String {
+    if t < 1e-3 {
+        format!("{:.1} us", t * 1e6)
+    } else if t < 1.0 {
+        format!("{:.2} ms", t * 1e3)
+    } else {
+        format!("{t:.2} s")
     }
 }
 
@@ -706,7 +904,7 @@ mod tests {
         let b = parse(spec).unwrap().bind(shapes).unwrap();
         let o = PathOptions {
             strategy,
-            memory_limit: None,
+            ..Default::default()
         };
         ContractionPath::new(&b, &o).unwrap()
     }

@@ -51,6 +51,7 @@ pub(crate) fn path_options(
     Ok(PathOptions {
         strategy,
         memory_limit,
+        ..Default::default()
     })
 }
 
@@ -72,7 +73,11 @@ fn run_einsum<T: Element>(
             ([a, b], None) => crate::contract_into(spec, alpha, a, b, beta, c),
             (_, options) => {
                 let shapes: Vec<&[usize]> = views.iter().map(|v| v.shape()).collect();
-                let path = crate::einsum_path(spec, &shapes, &options.unwrap_or_default())?;
+                let o = PathOptions {
+                    dtype: Some(T::DTYPE),
+                    ..options.unwrap_or_default()
+                };
+                let path = crate::plan::cached_path(spec, &shapes, &o)?;
                 crate::einsum_along_into(&path, alpha, views, beta, c).map(|_| ())
             }
         })

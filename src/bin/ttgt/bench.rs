@@ -31,7 +31,7 @@ pub enum BenchCommand {
     /// In-place chunked transpositions (GKK cycle leaders) beside a same-size copy and an
     /// in-place scale.
     Inplace(InplaceArgs),
-    /// einsum networks of 3+ operands along the chosen path, beside left to right and
+    /// einsum networks of 3+ operands along the chosen path, beside the FLOP-optimal path and
     /// same-size GEMMs of the path's steps.
     Networks(crate::bench_networks::NetworkBenchArgs),
 }

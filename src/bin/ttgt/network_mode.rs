@@ -49,21 +49,49 @@ pub fn run(
 fn run_typed<T: Element>(job: &Job<'_>) -> CliResult<Outcome> {
     let (bound, operands) = random_operands::<T>(job.spec, job.sizes, job.seed)?;
     let refs: Vec<&[usize]> = operands.iter().map(|a| a.shape()).collect();
-    let path = ttgt::einsum_path(&job.args.spec, &refs, &job.args.path_options()?)?;
+    let options = ttgt::PathOptions {
+        dtype: Some(T::DTYPE),
+        ..job.args.path_options()?
+    };
+    let path = ttgt::einsum_path(&job.args.spec, &refs, &options)?;
     let views: Vec<ArrayViewD<'_, T>> = operands.iter().map(|a| a.view()).collect();
     // One result array for every run, as the two-operand mode reuses its C: the first run
     // faults its pages in, the best run is reported.
     let mut result = zeros::<T>(&bound.output_shape(), "the result")?;
-    let mut best: Option<(Duration, Vec<Duration>)> = None;
-    for _ in 0..job.repeat {
-        let start = std::time::Instant::now();
-        let steps = ttgt::einsum_along_into(&path, T::one(), &views, T::zero(), &mut result)?;
-        let wall = start.elapsed();
-        if best.as_ref().is_none_or(|(b, _)| wall < *b) {
-            best = Some((wall, steps));
+    let mut best_run = |path: &ContractionPath| -> CliResult<Option<(Duration, Vec<Duration>)>> {
+        let mut best: Option<(Duration, Vec<Duration>)> = None;
+        for _ in 0..job.repeat {
+            let start = std::time::Instant::now();
+            let steps = ttgt::einsum_along_into(path, T::one(), &views, T::zero(), &mut result)?;
+            let wall = start.elapsed();
+            if best.as_ref().is_none_or(|(b, _)| wall < *b) {
+                best = Some((wall, steps));
+            }
         }
-    }
-    let Some((wall, steps)) = best else {
+        Ok(best)
+    };
+    // --explain: the FLOP-optimal path the search started from, run the same way first
+    let differs = path.reference().filter(|r| {
+        job.args.explain
+            && (r.pairs != path.pairs() || r.specs.iter().ne(path.steps().iter().map(|s| &s.spec)))
+    });
+    let flop_run = match differs {
+        Some(r) => {
+            let flop = ttgt::einsum_path(
+                &job.args.spec,
+                &refs,
+                &ttgt::PathOptions {
+                    strategy: ttgt::plan::PathStrategy::Numpy(
+                        r.pairs.iter().map(|&(i, j)| vec![i, j]).collect(),
+                    ),
+                    ..options.clone()
+                },
+            )?;
+            best_run(&flop)?.map(|(wall, _)| wall)
+        }
+        None => None,
+    };
+    let Some((wall, steps)) = best_run(&path)? else {
         return Ok(Outcome::Success); // repeat >= 1 was checked by the caller
     };
     let checked = if job.args.check {
@@ -85,6 +113,7 @@ fn run_typed<T: Element>(job: &Job<'_>) -> CliResult<Outcome> {
         dtype: T::DTYPE,
         wall,
         steps,
+        flop_wall: flop_run,
         check: checked,
     };
     if job.args.json {
@@ -109,6 +138,8 @@ struct Report<'a> {
     dtype: DType,
     wall: Duration,
     steps: Vec<Duration>,
+    /// The best run along the FLOP-optimal path, where `--explain` ran one (it differs).
+    flop_wall: Option<Duration>,
     check: Option<CheckReport>,
 }
 
@@ -149,6 +180,17 @@ impl Report<'_> {
             })
             .collect();
         lines.push(format!("  {}", parts.join(" | ")));
+        match (self.flop_wall, self.path.reference()) {
+            (Some(f), _) => lines.push(format!(
+                "  the FLOP-optimal path, measured: {:.6} s ({:.2}x this path's time)",
+                f.as_secs_f64(),
+                f.as_secs_f64() / total
+            )),
+            (None, Some(_)) if job.args.explain => {
+                lines.push("  this path is the FLOP-optimal path".to_string())
+            }
+            _ => {}
+        }
         if let Some(c) = &self.check {
             lines.push(c.line());
         }
@@ -174,6 +216,7 @@ impl Report<'_> {
                     "flops": s.flops,
                     "elements": s.elements,
                     "seconds": t.as_secs_f64(),
+                    "predicted_seconds": s.predicted_seconds,
                 })
             })
             .collect();
@@ -190,6 +233,10 @@ impl Report<'_> {
             "naive_flops": self.path.naive_flops(),
             "largest_intermediate": self.path.largest_intermediate(),
             "path_strategy": self.path.strategy(),
+            "predicted_seconds": self.path.predicted_seconds(),
+            "flop_path_predicted_seconds": self.path.reference().map(|r| r.predicted_seconds),
+            "flop_path_seconds": self.flop_wall.map(|f| f.as_secs_f64()),
+            "path_planning_seconds": self.path.reference().map(|r| r.planning_seconds),
             "steps": steps,
             "check": check.map(|c| if c.passed() { "ok" } else { "failed" }),
             "check_elements": check.map(|c| c.elements),

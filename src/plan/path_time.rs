@@ -95,6 +95,8 @@ pub(crate) struct Pricer {
     pub planned: usize,
     started: Instant,
     budget: f64,
+    /// Whether a stage stopped early on the budget.
+    cut: std::cell::Cell<bool>,
 }
 
 impl Pricer {
@@ -109,6 +111,7 @@ impl Pricer {
             planned: 0,
             started: Instant::now(),
             budget: f64::INFINITY,
+            cut: std::cell::Cell::new(false),
         }
     }
 
@@ -118,7 +121,11 @@ impl Pricer {
     }
 
     fn over_budget(&self) -> bool {
-        self.elapsed() > self.budget
+        let over = self.elapsed() > self.budget;
+        if over {
+            self.cut.set(true);
+        }
+        over
     }
 
     /// Predicted seconds of `x, y -> out` (row-major operands and result); infinite when
@@ -460,9 +467,9 @@ pub(crate) fn search(
             }
         }
     }
-    if pricer.over_budget() {
+    if pricer.cut.get() {
         how = if how == "predicted time (searched)" {
-            how
+            "predicted time (searched, refinement cut by its budget)"
         } else {
             "predicted time (orders refined, search cut by its budget)"
         };

@@ -404,8 +404,8 @@ const RUN_HEAD_LINES: usize = 2;
 const RUN_STREAMED_AFTER_LINES: usize = 32;
 
 /// Extra seconds a GEMM call spends on an operand block that is not one contiguous run of
-/// memory: the lines of its short rows (or of every element, without a unit stride) are
-/// fetched one by one rather than streamed. Scattered lines are priced at a quarter of the
+/// memory: the lines of its short rows (or of every element, without a unit stride; a
+/// strided vector's elements too) are fetched one by one rather than streamed. Scattered lines are priced at a quarter of the
 /// copy bandwidth; `passes` is how often the library reads the block.
 ///
 /// With `head_only` (the C block, which the library's micro-kernel writes a few lines per
@@ -426,10 +426,26 @@ fn access_penalty(
     head_only: bool,
 ) -> f64 {
     let ((r, rs), (c, cs)) = (rows, cols);
-    if r <= 1 || c <= 1 {
-        return 0.0;
-    }
     let line = 64usize;
+    if r <= 1 || c <= 1 {
+        // a vector: its elements one stride apart, each on a line of its own once the
+        // stride spans a line (a dot product's strided operand, gathered element by element)
+        let (len, step) = if r > 1 {
+            (r, rs.unsigned_abs() * es)
+        } else {
+            (c, cs.unsigned_abs() * es)
+        };
+        if len <= 1 || step <= es {
+            return 0.0;
+        }
+        let scattered_lines = if step >= line {
+            len
+        } else {
+            (len * step).div_ceil(line)
+        };
+        let extra = scattered_lines.saturating_sub((len * es).div_ceil(line) / 2) as f64;
+        return passes * extra * line as f64 * 4.0 / (p.copy_gbps(1) * 1e9);
+    }
     let head = |run: usize| {
         let lines = (run * es).div_ceil(line);
         if head_only {
@@ -826,11 +842,11 @@ fn geometry(
     let ext = |l: Label| pb.bound.extent(l);
     // An operand block that the next calls use again is fetched from memory by the first:
     // its penalty (when it has one) is shared by those calls.
+    let loops: Vec<Label> = outer.iter().chain(&free).copied().collect();
     let per_call = |penalty: f64, labels: &[Label], elems: usize| {
         if penalty == 0.0 || elems * es > REUSED_BLOCK_BYTES {
             return penalty;
         }
-        let loops: Vec<Label> = outer.iter().chain(&free).copied().collect();
         penalty / consecutive_uses(labels, &loops, &reduce, &ext).max(1) as f64
     };
     let a_penalty = access_penalty(
@@ -1545,6 +1561,21 @@ mod tests {
                 10.0
             ));
         }
+        // a strided vector: 1536 f64 a line or more apart cost a line each, less half of the
+        // 192 lines they would fill; two elements per line at a 16-byte stride; contiguous
+        // vectors and single elements cost nothing
+        for (r, c) in [((1536, 256), (1, 0)), ((1, 0), (1536, -256))] {
+            assert!(close(
+                access_penalty(r, c, 1.0, 8, &p, false),
+                1536.0 - 96.0
+            ));
+        }
+        assert!(close(
+            access_penalty((1536, 2), (1, 0), 1.0, 8, &p, false),
+            384.0 - 96.0
+        ));
+        assert_eq!(access_penalty((1536, 1), (1, 0), 1.0, 8, &p, false), 0.0);
+        assert_eq!(access_penalty((1, 7), (1, 3), 1.0, 8, &p, false), 0.0);
         // 384 rows of 384 f64 (48 lines each): the first 32 lines of each, less half of all
         // 18432 lines, or nothing at the head
         assert!(close(

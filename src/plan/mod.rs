@@ -36,6 +36,7 @@ pub use path::{
 };
 pub use path_time::{
     TIME_DP_MAX_OPERANDS, TIME_DP_ORDERS, TIME_SEARCH_MIN_SECONDS, TIME_SEARCH_SHARE,
+    TIME_SWITCH_MARGIN,
 };
 pub use prepare::OperandPrep;
 pub(crate) use refine::Refinement;

@@ -86,6 +86,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", default=None, help="comma list of network names")
+    ap.add_argument("--processes", type=int, default=3,
+                    help="ttgt processes per path, alternated; the best run is kept")
     ap.add_argument("--peer-limit", type=float, default=30.0,
                     help="seconds one peer evaluation may take before it is reported as over the limit")
     ap.add_argument("--ttgt", default=os.path.join(ROOT, "target", "release", "ttgt"))
@@ -99,7 +101,8 @@ def main():
     dt = np.float32 if a.dtype == "f32" else np.float64
     rng = np.random.default_rng(7)
     only = set(a.only.split(",")) if a.only else None
-    print(f"networks, {a.dtype}, {a.threads} thread(s); seconds, best of {a.repeat}\n")
+    print(f"networks, {a.dtype}, {a.threads} thread(s); seconds, best of {a.repeat} "
+          f"(ttgt: in each of {a.processes} processes per path)\n")
     try:
         import opt_einsum
     except ImportError:
@@ -114,8 +117,14 @@ def main():
     for net in networks(TABLE):
         if only and net["name"] not in only:
             continue
-        ours = ttgt_run(a, net, "auto")
-        flop = ttgt_run(a, net, "optimal")
+        # alternated processes, the best of each kept: one process's run can be twice as
+        # slow as the next one's on a shared machine
+        ours, flop = None, None
+        for _ in range(a.processes):
+            r = ttgt_run(a, net, "auto")
+            ours = r if ours is None or r["seconds"] < ours["seconds"] else ours
+            r = ttgt_run(a, net, "optimal")
+            flop = r if flop is None or r["seconds"] < flop["seconds"] else flop
         ins, outs = net["spec"].split("->")
         ops = [rng.uniform(-1, 1, [net["sizes"][c] for c in t]).astype(dt) for t in ins.split(",")]
 

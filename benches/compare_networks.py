@@ -67,7 +67,7 @@ def finishes(spec, shapes, dtype, how, limit):
 
 
 def fmt(t):
-    return "over limit" if t == float("inf") else f"{t:.4f}"
+    return "over limit" if t == float("inf") else f"{t:.6f}"
 
 
 def ttgt_run(a, net, path):
@@ -153,7 +153,7 @@ def main():
         wins += ours["seconds"] < peer
         if peer != float("inf"):
             speedups.append(peer / ours["seconds"])
-        print(f"| {net['name']} | `{net['spec']}` | {ours['seconds']:.4f} | {flop['seconds']:.4f} | "
+        print(f"| {net['name']} | `{net['spec']}` | {ours['seconds']:.6f} | {flop['seconds']:.6f} | "
               f"{fmt(t_opt)} | {fmt(t_greedy)} | {fmt(t_oe)} | {flop['seconds'] / ours['seconds']:.2f} | "
               f"{peer / ours['seconds']:.2f} | {ours['flops']:.3e} | {np_flops:.3e} |")
     geo = math.exp(sum(math.log(x) for x in speedups) / max(len(speedups), 1))

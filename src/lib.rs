@@ -29,6 +29,7 @@ pub mod bench;
 pub mod bounded_cache;
 pub mod einsum;
 mod error;
+mod expression;
 pub mod files;
 pub mod model;
 pub mod plan;
@@ -44,6 +45,7 @@ use ndarray::{ArrayBase, ArrayD, ArrayViewD, Axis, Data, DataMut, Dimension, IxD
 
 pub use backend::cpu::StepTimes;
 pub use error::{Error, Result};
+pub use expression::{einsum_expression, EinsumExpression};
 pub use plan::{ContractionPath, ContractionPlan, PathOptions};
 pub use tensor::{DType, Element, Layout};
 

@@ -176,6 +176,74 @@ fn run_network<T: Element>(net: &Network, strategy: PathStrategy, seed: u64, fli
     }
 }
 
+/// An expression with the operands that `mask` marks held constant (not all of them),
+/// evaluated on two sets of the other operands against the reference.
+fn run_expression<T: Element>(net: &Network, mask: u32, seed: u64) {
+    let n = net.shapes.len();
+    let constant: Vec<bool> = (0..n).map(|k| mask >> k & 1 == 1).collect();
+    let constant = if constant.iter().all(|&c| c) {
+        (0..n).map(|k| k != 0 && constant[k]).collect()
+    } else {
+        constant
+    };
+    let fixed: Vec<ArrayD<T>> = net
+        .shapes
+        .iter()
+        .enumerate()
+        .map(|(k, s)| random_array::<T>(s, seed ^ (k as u64 + 100)))
+        .collect();
+    let consts: Vec<(usize, ArrayViewD<'_, T>)> = (0..n)
+        .filter(|&k| constant[k])
+        .map(|k| (k, fixed[k].view()))
+        .collect();
+    let shapes = shape_refs(net);
+    let e = ttgt::einsum_expression(&net.spec, &shapes, &consts, &PathOptions::default())
+        .unwrap_or_else(|err| panic!("{}: {err}", net.spec));
+    assert_eq!(e.operands(), constant.iter().filter(|&&c| !c).count());
+    for round in 0..2u64 {
+        let fresh: Vec<ArrayD<T>> = net
+            .shapes
+            .iter()
+            .enumerate()
+            .map(|(k, s)| random_array::<T>(s, seed ^ (k as u64 + 200 * (round + 1))))
+            .collect();
+        let all: Vec<ArrayViewD<'_, T>> = (0..n)
+            .map(|k| {
+                if constant[k] {
+                    fixed[k].view()
+                } else {
+                    fresh[k].view()
+                }
+            })
+            .collect();
+        let given: Vec<ArrayViewD<'_, T>> = (0..n)
+            .filter(|&k| !constant[k])
+            .map(|k| fresh[k].view())
+            .collect();
+        let want = ttgt::reference::einsum(&net.spec, &all).expect("reference");
+        let tol = Tol::new(&net.spec, &all);
+        let got = e
+            .run(&given)
+            .unwrap_or_else(|err| panic!("{}: {err}", net.spec));
+        if let Err(err) = check_close(&net.spec, &got.view(), &want, &tol) {
+            panic!("expression, constants {constant:?}: {err}");
+        }
+        // alpha and beta: C = 2 * network - C, from C = the reference
+        let mut c = want.clone();
+        e.run_into(T::from_f64(2.0), &given, T::from_f64(-1.0), &mut c)
+            .expect("run_into");
+        if let Err(err) = check_close(&net.spec, &c.view(), &want, &tol) {
+            panic!("expression into C, constants {constant:?}: {err}");
+        }
+    }
+    // the wrong operands are an error, never a panic
+    if let Some(first) = (0..n).find(|&k| !constant[k]) {
+        let wrong = ArrayD::<T>::zeros(vec![net.shapes[first].iter().product::<usize>() + 1]);
+        let given: Vec<ArrayViewD<'_, T>> = vec![wrong.view()];
+        assert!(matches!(e.run(&given), Err(Error::PlanMismatch(_))));
+    }
+}
+
 /// `C = alpha * network + beta * C` into a strided view of a bigger array, along a path
 /// (`einsum_along_into`, run twice so the second run meets pooled buffers) and along the
 /// default one (`einsum_into`).
@@ -264,6 +332,25 @@ proptest! {
             1 => run_network::<f64>(&net, s, seed, flip),
             2 => run_network::<Complex32>(&net, s, seed, flip),
             _ => run_network::<Complex64>(&net, s, seed, flip),
+        }
+    }
+
+    /// Expressions with any set of constant operands give the reference's values, evaluated
+    /// twice with new operands, into a fresh result and with alpha and beta.
+    #[test]
+    fn expressions_with_constants_match_the_reference(
+        seed in any::<u64>(),
+        n in 2usize..=5,
+        labels in 2usize..=8,
+        mask in any::<u32>(),
+        k in 0u64..4,
+    ) {
+        let net = network(seed, n, labels, 4, true);
+        match k {
+            0 => run_expression::<f32>(&net, mask, seed),
+            1 => run_expression::<f64>(&net, mask, seed),
+            2 => run_expression::<Complex32>(&net, mask, seed),
+            _ => run_expression::<Complex64>(&net, mask, seed),
         }
     }
 

@@ -19,6 +19,7 @@
 //!    branch-and-bound cut: a split is priced only if its FLOPs at the machine's best GEMM
 //!    rate could still beat the subset's best time. Its tree is refined as in 2.
 //!
+//! Networks predicted under [`TIME_SEARCH_MIN_PATH_SECONDS`] keep the reference.
 //! Planning stops early once it has spent [`TIME_SEARCH_SHARE`] of the reference path's
 //! predicted time (and at least [`TIME_SEARCH_MIN_SECONDS`]); the cheapest path found by
 //! then is taken if it is predicted at least [`TIME_SWITCH_MARGIN`] faster than the
@@ -51,6 +52,10 @@ pub const TIME_SEARCH_MIN_SECONDS: f64 = 2e-3;
 /// Rationale: on the network table, paths predicted 1 % faster ran 3 % slower or 3 % faster
 /// from run to run; those predicted 2 % faster and more ran 1.2-1.8x faster (docs/TUNING.md).
 pub const TIME_SWITCH_MARGIN: f64 = 0.015;
+
+/// Networks whose reference path is predicted below this are not searched: what a search
+/// could save is less than what it costs (each step planned takes 30-150 us).
+pub const TIME_SEARCH_MIN_PATH_SECONDS: f64 = 1e-4;
 
 /// Sweeps of the order refinement over a tree.
 const REFINE_SWEEPS: usize = 3;
@@ -458,6 +463,15 @@ pub(crate) fn search(
     limit: Option<f64>,
 ) -> Searched {
     let reference = price_tree(net, reference, pricer);
+    if reference.total() < TIME_SEARCH_MIN_PATH_SECONDS {
+        return Searched {
+            chosen: reference.clone(),
+            reference,
+            how: "predicted time (the FLOP-optimal path: too small to search)",
+            planned: pricer.planned,
+            seconds: pricer.elapsed(),
+        };
+    }
     // the clock starts after the reference's pricing, which may include the first use's
     // probe of the machine
     pricer.budget =

@@ -10,6 +10,7 @@
 
 mod arrays;
 mod calls;
+mod expression;
 mod plan;
 
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
@@ -32,5 +33,6 @@ fn _ttgt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     calls::register(m)?;
     m.add_class::<plan::Plan>()?;
+    m.add_class::<expression::Expression>()?;
     Ok(())
 }

@@ -130,7 +130,10 @@ impl Plan {
         let out = Layout::new(out_shape, out_strides).map_err(to_py)?;
         let requested = threads;
         let mut threads = Flight::enter(threads).threads();
-        let options = path_options(strategy, path.clone(), memory_limit)?;
+        let options = crate::plan::PathOptions {
+            dtype: Some(dtype),
+            ..path_options(strategy, path.clone(), memory_limit)?
+        };
         let kind = py
             .detach(|| -> crate::Result<Kind> {
                 if inputs.len() <= 2 && path.is_none() {
@@ -257,6 +260,16 @@ impl Plan {
                 d.set_item("naive_flops", p.naive_flops())?;
                 d.set_item("largest_intermediate", p.largest_intermediate())?;
                 d.set_item("strategy", p.strategy())?;
+                d.set_item("predicted_seconds", p.predicted_seconds())?;
+                if let Some(r) = p.reference() {
+                    let f = PyDict::new(py);
+                    f.set_item("pairs", r.pairs.clone())?;
+                    f.set_item("specs", r.specs.clone())?;
+                    f.set_item("flops", r.flops)?;
+                    f.set_item("predicted_seconds", r.predicted_seconds)?;
+                    f.set_item("planning_seconds", r.planning_seconds)?;
+                    d.set_item("flop_optimal_path", f)?;
+                }
                 let times = match last {
                     Some(Measured::Path(t)) => Some(t),
                     _ => None,
@@ -270,6 +283,7 @@ impl Plan {
                         e.set_item("pair", s.pair)?;
                         e.set_item("spec", &s.spec)?;
                         e.set_item("flops", s.flops)?;
+                        e.set_item("predicted_seconds", s.predicted_seconds)?;
                         let t = times
                             .as_ref()
                             .and_then(|t| t.get(k))

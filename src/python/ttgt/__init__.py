@@ -20,16 +20,19 @@ from typing import Any, Dict, Optional, Tuple
 
 from . import _ttgt
 from ._api import contract, einsum, einsum_path, tensordot, transpose
+from ._expression import Expression, einsum_expression
 from ._plan import Plan, explain
 from ._threads import _from_environment, get_num_threads, num_threads, set_num_threads
 
 __version__: str = _ttgt.__version__
 
 __all__ = [
+    "Expression",
     "Plan",
     "calibrate",
     "contract",
     "einsum",
+    "einsum_expression",
     "einsum_path",
     "explain",
     "get_num_threads",

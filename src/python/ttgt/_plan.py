@@ -11,7 +11,30 @@ from ._api import Scalar, _numpy_einsum, _output_shape
 from ._threads import _requested
 
 
-class Plan:
+class _Planned:
+    """What a planned call is fixed to: its spec, dtype and result shape."""
+
+    _spec: str
+    _dtype: np.dtype
+    _out_shape: Any
+
+    @property
+    def subscripts(self) -> str:
+        """The spec it was made for."""
+        return self._spec
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The dtype it computes in."""
+        return self._dtype
+
+    @property
+    def shape(self) -> tuple:
+        """The result's shape."""
+        return tuple(self._out_shape)
+
+
+class Plan(_Planned):
     """An einsum planned once: ttgt's choice of packs, GEMM calls and write-backs (or path,
     for three or more operands) for operands of exactly these shapes, strides and dtype,
     executed again and again on new arrays.
@@ -77,21 +100,6 @@ class Plan:
             n,
             workspace_limit,
         )
-
-    @property
-    def subscripts(self) -> str:
-        """The spec the plan was made for."""
-        return self._spec
-
-    @property
-    def dtype(self) -> np.dtype:
-        """The dtype the plan computes in."""
-        return self._dtype
-
-    @property
-    def shape(self) -> tuple:
-        """The result's shape."""
-        return tuple(self._out_shape)
 
     def __call__(
         self,

@@ -475,6 +475,9 @@ where
         .map(|a| (a.as_ptr(), Layout::of(a)))
         .collect();
     check_no_overlap(&spans, c)?;
+    if let Some(s) = path.slicing() {
+        return run_sliced(s, alpha, operands, beta, c);
+    }
     if let [a] = operands {
         einsum_unary_into(path.spec(), alpha, a, beta, c)?;
         return Ok(Vec::new());
@@ -515,6 +518,69 @@ where
             "the path did not end in one result".into(),
         ))
     }
+}
+
+/// A sliced path: the inner path once per value of the sliced indices, on the operands and
+/// the part of C with those indices fixed; slices that differ only in summed indices add into
+/// the same part of C (the first with `beta`, the others with 1). Returns each inner step's
+/// time summed over the slices. The intermediates of every slice after the first reuse the
+/// first's pooled buffers.
+fn run_sliced<T, Sc, Dc>(
+    s: &plan::Slicing,
+    alpha: T,
+    operands: &[ArrayViewD<'_, T>],
+    beta: T,
+    c: &mut ArrayBase<Sc, Dc>,
+) -> Result<Vec<std::time::Duration>>
+where
+    T: Element,
+    Sc: DataMut<Elem = T>,
+    Dc: Dimension,
+{
+    let n = s.letters.len();
+    let in_output: Vec<bool> = (0..n)
+        .map(|k| s.output_axes.iter().any(|&(_, p)| p == k))
+        .collect();
+    // output indices outermost, so that the summed ones of one part of C follow each other
+    let order: Vec<usize> = (0..n)
+        .filter(|&k| in_output[k])
+        .chain((0..n).filter(|&k| !in_output[k]))
+        .collect();
+    let mut times = vec![std::time::Duration::ZERO; s.inner.steps().len()];
+    let mut value = vec![0usize; n];
+    let mut c = c.view_mut().into_dyn();
+    for _ in 0..s.count() {
+        let views: Vec<ArrayViewD<'_, T>> = operands
+            .iter()
+            .zip(&s.operand_axes)
+            .map(|(a, axes)| {
+                let mut v = a.view();
+                for &(ax, p) in axes {
+                    v.index_axis_inplace(Axis(ax), value[p]);
+                }
+                v
+            })
+            .collect();
+        let mut part = c.view_mut();
+        for &(ax, p) in &s.output_axes {
+            part.index_axis_inplace(Axis(ax), value[p]);
+        }
+        let first = (0..n).all(|k| in_output[k] || value[k] == 0);
+        let b = if first { beta } else { T::one() };
+        let t = einsum_along_into(&s.inner, alpha, &views, b, &mut part)?;
+        for (acc, d) in times.iter_mut().zip(t) {
+            *acc += d;
+        }
+        // next slice: the last index in `order` fastest
+        for &k in order.iter().rev() {
+            value[k] += 1;
+            if value[k] < s.extents[k] {
+                break;
+            }
+            value[k] = 0;
+        }
+    }
+    Ok(times)
 }
 
 /// `C = alpha * einsum(spec, operands...) + beta * C` for any number of operands, along the

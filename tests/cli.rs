@@ -510,6 +510,19 @@ fn networks_follow_the_chosen_path() {
     assert!(human.contains("(left to right)"), "{human}");
     assert!(human.contains("ea,fb->"), "{human}");
     assert!(human.contains("check: ok"), "{human}");
+    // a memory limit no order meets: the default path slices, and the result checks
+    let sliced = ok(&[
+        "contract",
+        "ij,jk,kl,lm->im",
+        "--sizes",
+        "i=8,j=30,k=30,l=30,m=8",
+        "--memory-limit",
+        "40",
+        "--check",
+        "--explain",
+    ]);
+    assert!(sliced.contains("sliced over"), "{sliced}");
+    assert!(sliced.contains("check: ok"), "{sliced}");
 }
 
 #[test]
@@ -771,6 +784,8 @@ fn bad_inputs() {
                 "i=9,j=9,k=9,l=9",
                 "--memory-limit",
                 "2",
+                "--path",
+                "optimal",
             ],
             vec!["memory limit of 2 elements"],
         ),

@@ -252,6 +252,19 @@ fn run_network_into<T: Element>(
     strategy: PathStrategy,
     seed: u64,
     rc: &ViewRecipe,
+    ab: ((f64, f64), (f64, f64)),
+) {
+    run_limited_into::<T>(net, strategy, None, seed, rc, ab);
+}
+
+/// [`run_network_into`] with a memory limit on the path's intermediates (elements): the path
+/// keeps every step's result within it (sliced where no order does) or says it cannot.
+fn run_limited_into<T: Element>(
+    net: &Network,
+    strategy: PathStrategy,
+    memory_limit: Option<usize>,
+    seed: u64,
+    rc: &ViewRecipe,
     (alpha, beta): ((f64, f64), (f64, f64)),
 ) {
     let owned: Vec<ArrayD<T>> = net
@@ -269,9 +282,27 @@ fn run_network_into<T: Element>(
     );
     let o = PathOptions {
         strategy: strategy.clone(),
+        memory_limit,
         ..Default::default()
     };
-    let path: ContractionPath = ttgt::einsum_path(&net.spec, &shape_refs(net), &o).unwrap();
+    let path: ContractionPath = match ttgt::einsum_path(&net.spec, &shape_refs(net), &o) {
+        Ok(p) => p,
+        Err(Error::InvalidPath(m)) if memory_limit.is_some() && m.contains("memory limit") => {
+            return
+        }
+        Err(e) => panic!("{}: {e}", net.spec),
+    };
+    if let Some(limit) = memory_limit {
+        let steps = path.steps();
+        for s in &steps[..steps.len().saturating_sub(1)] {
+            assert!(
+                s.elements <= limit as f64,
+                "{}: {} > {limit}\n{path}",
+                net.spec,
+                s.elements
+            );
+        }
+    }
     for round in 0..2 {
         let what = format!(
             "{} with {strategy:?}, einsum_along_into round {round}",
@@ -283,6 +314,9 @@ fn run_network_into<T: Element>(
             Ok(())
         })
         .unwrap_or_else(|e| panic!("{e}"));
+    }
+    if memory_limit.is_some() {
+        return;
     }
     let what = format!("{}: einsum_into", net.spec);
     check_into(&what, rc, seed ^ 7, alpha, beta, &want, &tol, |c| {
@@ -313,6 +347,30 @@ proptest! {
             1 => run_network_into::<f64>(&net, s, seed, &rc, (alpha, beta)),
             2 => run_network_into::<Complex32>(&net, s, seed, &rc, (alpha, beta)),
             _ => run_network_into::<Complex64>(&net, s, seed, &rc, (alpha, beta)),
+        }
+    }
+
+    /// Under a memory limit that no order may meet, the default path slices: its results
+    /// equal the reference's (alpha, beta, strided outputs) and its steps fit the limit.
+    #[test]
+    fn sliced_networks_match_the_reference(
+        seed in any::<u64>(),
+        n in 3usize..=5,
+        labels in 3usize..=8,
+        limit in 1usize..40,
+        k in 0u64..4,
+        rc in view_recipe(),
+        alpha in scalar(),
+        beta in scalar(),
+    ) {
+        let net = network(seed, n, labels, 6, false);
+        let ab = (alpha, beta);
+        let (s, l) = (PathStrategy::Auto, Some(limit));
+        match k {
+            0 => run_limited_into::<f32>(&net, s, l, seed, &rc, ab),
+            1 => run_limited_into::<f64>(&net, s, l, seed, &rc, ab),
+            2 => run_limited_into::<Complex32>(&net, s, l, seed, &rc, ab),
+            _ => run_limited_into::<Complex64>(&net, s, l, seed, &rc, ab),
         }
     }
 
@@ -463,6 +521,39 @@ fn brute_force(net: &Network) -> f64 {
         best
     }
     reductions + go(&ops, &out, &ext)
+}
+
+#[test]
+fn a_chain_too_large_for_the_limit_is_sliced() {
+    // every order holds an 8x8 or 30x30 intermediate; a limit of 40 elements needs a slice
+    let shapes: [&[usize]; 4] = [&[8, 30], &[30, 30], &[30, 30], &[30, 8]];
+    let o = PathOptions {
+        memory_limit: Some(40),
+        ..Default::default()
+    };
+    let spec = "ij,jk,kl,lm->im";
+    let path = ttgt::einsum_path(spec, &shapes, &o).unwrap();
+    let s = path.slicing().expect("sliced");
+    assert!(s.count() >= 8, "{path}");
+    assert!(path.largest_intermediate() <= 40.0);
+    assert!(path.to_string().contains("sliced over"));
+    let ops: Vec<ArrayD<f64>> = shapes
+        .iter()
+        .enumerate()
+        .map(|(k, s)| random_array::<f64>(s, k as u64))
+        .collect();
+    let views: Vec<ArrayViewD<'_, f64>> = ops.iter().map(|a| a.view()).collect();
+    let (got, times) = ttgt::einsum_along(&path, &views).unwrap();
+    assert_eq!(times.len(), path.steps().len());
+    let want = ttgt::reference::einsum(spec, &views).unwrap();
+    let tol = Tol::new(spec, &views);
+    check_close(spec, &got.view(), &want, &tol).unwrap();
+    // FLOPs and predicted time count every slice; without the limit the path is not sliced
+    let one: f64 = path.steps().iter().map(|x| x.flops).sum();
+    assert_eq!(path.flops(), one * s.count() as f64);
+    let free = ttgt::einsum_path(spec, &shapes, &PathOptions::default()).unwrap();
+    assert!(free.slicing().is_none());
+    assert!(path.predicted_seconds() > free.predicted_seconds());
 }
 
 #[test]

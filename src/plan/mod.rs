@@ -17,6 +17,7 @@ mod path;
 mod path_time;
 mod prepare;
 mod refine;
+mod slicing;
 
 pub use cache::{
     better_on_one_thread, cached_contraction_plan, cached_path, clear_plan_caches,
@@ -44,3 +45,4 @@ pub use refine::{
     refinement_enabled, set_refinement, ALTERNATIVES, PREDICTED_WITHIN, PRUNE_ABOVE,
     REFINE_MIN_SECONDS, ROUNDS, SWITCH_BELOW,
 };
+pub use slicing::Slicing;

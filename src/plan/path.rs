@@ -41,6 +41,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::path_time::{self, Net, Pricer, Tree};
+use super::slicing::Slicing;
 use crate::einsum::{BoundSpec, Label};
 use crate::error::{Error, Result};
 use crate::tensor::DType;
@@ -187,6 +188,7 @@ pub struct ContractionPath {
     naive_flops: f64,
     largest: f64,
     reference: Option<PathReference>,
+    slicing: Option<Box<Slicing>>,
 }
 
 /// `f(label, stretched)` of every axis of every operand, the `None`s left out.
@@ -622,6 +624,19 @@ impl ContractionPath {
         };
         let limit = options.memory_limit.map(|l| l as f64);
         let auto_optimal = n <= AUTO_OPTIMAL_MAX_OPERANDS;
+        // no order keeps the intermediates within the limit: loop over some indices
+        if options.strategy == PathStrategy::Auto && n >= 3 && limit.is_some() {
+            let fits = if auto_optimal {
+                optimal(&masks, &sets, limit).is_ok()
+            } else {
+                greedy(&masks, &sets, limit).is_ok()
+            };
+            if !fits {
+                if let Some(p) = super::slicing::sliced_path(bound, options)? {
+                    return Ok(p);
+                }
+            }
+        }
         let (strategy, mut ssa) = match &options.strategy {
             PathStrategy::Explicit(p) => ("explicit", from_positions(p, n)?),
             PathStrategy::Numpy(p) => ("explicit", from_numpy(p, n)?),
@@ -715,7 +730,52 @@ impl ContractionPath {
             naive_flops: sets.size(all) * factor,
             largest,
             reference,
+            slicing: None,
         })
+    }
+
+    /// A path that loops over `slicing`'s indices, running its inner path once per slice.
+    pub(crate) fn sliced(bound: &BoundSpec, slicing: Slicing) -> Self {
+        let inner = &slicing.inner;
+        let count = slicing.count() as f64;
+        ContractionPath {
+            spec: bound.spec().to_string(),
+            shapes: per_axis(bound, |l, s| Some(if s { 1 } else { bound.extent(l) })),
+            stretched: bound.stretched().to_vec(),
+            strategy: inner.strategy,
+            steps: inner.steps.clone(),
+            naive_flops: inner.naive_flops * count,
+            largest: inner.largest,
+            // the FLOP-optimal path of the sliced network, over every slice
+            reference: inner.reference.clone().map(|r| PathReference {
+                flops: r.flops * count,
+                predicted_seconds: r.predicted_seconds * count,
+                ..r
+            }),
+            slicing: Some(Box::new(slicing)),
+        }
+    }
+
+    /// The indices the path loops over to keep its intermediates within the memory limit,
+    /// and the path of one slice; `None` for a path without slicing. The steps, FLOPs and
+    /// predicted time of a sliced path count every slice ([`ContractionPath::steps`] are one
+    /// slice's).
+    ///
+    /// ```
+    /// use ttgt::plan::PathOptions;
+    /// let shapes: [&[usize]; 3] = [&[8, 30], &[30, 30], &[30, 8]];
+    /// let o = PathOptions { memory_limit: Some(100), ..Default::default() };
+    /// let p = ttgt::einsum_path("ij,jk,kl->il", &shapes, &o).unwrap();
+    /// let s = p.slicing().unwrap();
+    /// assert!(p.largest_intermediate() <= 100.0 && s.count() > 1);
+    /// ```
+    pub fn slicing(&self) -> Option<&Slicing> {
+        self.slicing.as_deref()
+    }
+
+    /// Slices the path runs (1 without slicing).
+    fn slices(&self) -> f64 {
+        self.slicing.as_ref().map_or(1.0, |s| s.count() as f64)
     }
 
     /// The spec the path was made for (output explicit).
@@ -777,7 +837,7 @@ impl ContractionPath {
     /// assert_eq!(p.flops(), p.steps().iter().map(|s| s.flops).sum::<f64>());
     /// ```
     pub fn flops(&self) -> f64 {
-        self.steps.iter().map(|s| s.flops).sum()
+        self.steps.iter().map(|s| s.flops).sum::<f64>() * self.slices()
     }
 
     /// FLOPs of evaluating the spec in one loop nest over every index (numpy's "naive" count).
@@ -811,7 +871,8 @@ impl ContractionPath {
     /// assert_eq!(ttgt::einsum_path("ij,jk,kl->il", &s, &o).unwrap().predicted_seconds(), None);
     /// ```
     pub fn predicted_seconds(&self) -> Option<f64> {
-        self.steps.iter().map(|s| s.predicted_seconds).sum()
+        let one: Option<f64> = self.steps.iter().map(|s| s.predicted_seconds).sum();
+        one.map(|t| t * self.slices())
     }
 
     /// The FLOP-optimal path this one was compared with, where it was searched on predicted
@@ -847,6 +908,21 @@ impl fmt::Display for ContractionPath {
             1.0
         };
         writeln!(f, "path for {} ({}):", self.spec, self.strategy)?;
+        if let Some(s) = &self.slicing {
+            let idx: Vec<String> = s
+                .letters
+                .iter()
+                .zip(&s.extents)
+                .map(|(c, e)| format!("{c}={e}"))
+                .collect();
+            writeln!(
+                f,
+                "  sliced over {} ({} slices of {}, within the memory limit); steps of one slice:",
+                idx.join(", "),
+                s.count(),
+                s.inner.spec
+            )?;
+        }
         writeln!(
             f,
             "  FLOPs {:.4e} (one loop nest: {:.4e}, {:.1}x more); largest intermediate {:.0} elements",

@@ -249,7 +249,8 @@ fn check_in<T: Element, W: Element>(job: &CheckJob<'_, T>) -> CliResult<CheckRep
     let large = job.bound.iteration_points() > FULL_CHECK_POINTS;
     let along = job
         .path
-        .filter(|p| large && p.stretched().iter().all(|s| s.iter().all(|&x| !x)));
+        .filter(|p| large && p.slicing().is_none())
+        .filter(|p| p.stretched().iter().all(|s| s.iter().all(|&x| !x)));
     if let Some(path) = along {
         let sums = path_reference(path, arrays.clone())?;
         let abs_sums = path_reference(path, abs_arrays.clone())?;

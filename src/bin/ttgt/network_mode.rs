@@ -73,6 +73,7 @@ fn run_typed<T: Element>(job: &Job<'_>) -> CliResult<Outcome> {
     // --explain: the FLOP-optimal path the search started from, run the same way first
     let differs = path.reference().filter(|r| {
         job.args.explain
+            && path.slicing().is_none()
             && (r.pairs != path.pairs() || r.specs.iter().ne(path.steps().iter().map(|s| &s.spec)))
     });
     let flop_run = match differs {
@@ -186,7 +187,7 @@ impl Report<'_> {
                 f.as_secs_f64(),
                 f.as_secs_f64() / total
             )),
-            (None, Some(_)) if job.args.explain => {
+            (None, Some(_)) if job.args.explain && self.path.slicing().is_none() => {
                 lines.push("  this path is the FLOP-optimal path".to_string())
             }
             _ => {}

@@ -83,3 +83,16 @@ def test_wrong_operands_are_errors(rng):
     assert isinstance(e, ttgt.Expression)
     with pytest.raises(TypeError):
         ttgt.einsum_expression("ij,jk->ik", (2, 3), (3, 4), dtype=np.int64)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_memory_limit_no_order_meets_slices_the_network(dtype, rng):
+    shapes = [(8, 30), (30, 30), (30, 30), (30, 8)]
+    ops = [random(rng, s, dtype) for s in shapes]
+    spec = "ij,jk,kl,lm->im"
+    got = ttgt.einsum(spec, *ops, optimize=("auto", 40))
+    assert_close(got, np.einsum(spec, *ops), dtype)
+    plan = ttgt.Plan(spec, *ops, optimize=("auto", 40))
+    assert "sliced over" in plan.explain()
+    with pytest.raises(ValueError, match="memory limit"):
+        ttgt.einsum(spec, *ops, optimize=("optimal", 40))

@@ -43,10 +43,11 @@ Strategy = Tuple[Optional[str], Optional[List[List[int]]], Optional[int]]
 
 def strategy(optimize: Any) -> Strategy:
     """(strategy name, explicit path, memory limit) for the Rust layer from numpy's
-    `optimize`: False, True, None and 'auto' give ttgt's own search (fewest FLOPs: exact up
-    to ten operands, greedy beyond); 'greedy' and 'optimal' name numpy's two; a list
+    `optimize`: False, True, None and 'auto' give ttgt's own search (fewest predicted
+    seconds); 'greedy' and 'optimal' name numpy's two (fewest FLOPs); a list
     ``['einsum_path', (0, 1), ...]`` is an explicit path; a tuple (name, memory_limit)
-    bounds the intermediates."""
+    bounds the intermediates (elements): ('auto', limit) slices the network where no
+    order fits, the others fail."""
     if optimize is None or isinstance(optimize, bool) or optimize == "auto":
         return None, None, None
     if isinstance(optimize, str):

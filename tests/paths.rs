@@ -374,6 +374,27 @@ proptest! {
         }
     }
 
+    /// Networks beyond the subset search's reach (9 to 12 operands) take randomised greedy
+    /// restarts: the values are the reference's, and the path is never predicted slower
+    /// than the greedy one it started from.
+    #[test]
+    fn large_networks_match_the_reference(
+        seed in any::<u64>(),
+        n in 9usize..=12,
+        labels in 4usize..=10,
+        k in 0u64..2,
+    ) {
+        let net = network(seed, n, labels, 3, false);
+        let p = ttgt::einsum_path(&net.spec, &shape_refs(&net), &PathOptions::default()).expect("path");
+        let r = p.reference().expect("reference");
+        prop_assert!(p.predicted_seconds().expect("predicted") <= r.predicted_seconds * (1.0 + 1e-9));
+        prop_assert_eq!(p.steps().len(), n - 1);
+        match k {
+            0 => run_network::<f64>(&net, PathStrategy::Auto, seed, false),
+            _ => run_network::<Complex32>(&net, PathStrategy::Auto, seed, true),
+        }
+    }
+
     /// Random networks of 3 to 6 operands give the reference's values under every strategy.
     #[test]
     fn networks_match_the_reference(
@@ -521,6 +542,36 @@ fn brute_force(net: &Network) -> f64 {
         best
     }
     reductions + go(&ops, &out, &ext)
+}
+
+#[test]
+fn a_long_chain_prices_randomised_restarts() {
+    // ten matrices: beyond the subset search, so the search prices greedy restarts
+    let dims = [240usize, 200, 280, 160, 320, 120, 360, 180, 220, 260, 140];
+    let letters: Vec<char> = ('a'..='k').collect();
+    let terms: Vec<String> = (0..10)
+        .map(|k| format!("{}{}", letters[k], letters[k + 1]))
+        .collect();
+    let spec = format!("{}->ak", terms.join(","));
+    let mats: Vec<ndarray::Array2<f64>> = (0..10)
+        .map(|k| {
+            random_array::<f64>(&[dims[k], dims[k + 1]], k as u64)
+                .into_dimensionality()
+                .unwrap()
+        })
+        .collect();
+    let shapes: Vec<&[usize]> = mats.iter().map(|m| m.shape()).collect();
+    let path = ttgt::einsum_path(&spec, &shapes, &PathOptions::default()).unwrap();
+    let r = path.reference().unwrap();
+    assert!(path.predicted_seconds().unwrap() <= r.predicted_seconds * (1.0 + 1e-9));
+    assert!(r.steps_planned > 9, "only the reference was priced: {path}");
+    let views: Vec<ArrayViewD<'_, f64>> = mats.iter().map(|m| m.view().into_dyn()).collect();
+    let got = ttgt::einsum(&spec, &views).unwrap();
+    let want = mats[1..].iter().fold(mats[0].clone(), |acc, m| acc.dot(m));
+    let scale = want.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    for (g, w) in got.iter().zip(want.iter()) {
+        assert!((g - w).abs() <= 1e-12 * scale.max(1.0), "{g} vs {w}");
+    }
 }
 
 #[test]

@@ -297,17 +297,23 @@ impl BoundSpec {
         Layout::new(dims, strides).unwrap_or_else(|_| layout.clone())
     }
 
-    /// Number of points of the full iteration space (product of all extents).
+    /// Number of points of the full iteration space (product of all extents; `usize::MAX`
+    /// where it overflows, as it may for networks of three or more operands).
     pub fn iteration_points(&self) -> usize {
-        self.extents.values().product()
+        self.extents
+            .values()
+            .try_fold(1usize, |acc, &e| acc.checked_mul(e))
+            .unwrap_or(usize::MAX)
     }
 
+    /// One and two operands are computed over their whole iteration space, which must fit in
+    /// `usize`; three or more run pairwise, each step checked when it is bound.
     fn check_sizes(&self) -> Result<()> {
         let points = self
             .extents
             .values()
             .try_fold(1usize, |acc, &e| acc.checked_mul(e));
-        if points.is_none() {
+        if points.is_none() && self.inputs.len() <= 2 {
             return Err(Error::SizeOverflow {
                 what: format!(
                     "the iteration space of {:?} (extents {})",

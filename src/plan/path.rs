@@ -355,6 +355,33 @@ fn live_mask(live: &[(usize, u128)], id: usize) -> u128 {
 
 /// opt_einsum's greedy rule (see the module text).
 fn greedy(masks: &[u128], sets: &Sets, limit: Option<f64>) -> Result<Ssa> {
+    ranked_greedy(masks, sets, limit, &mut |_| 0)
+}
+
+/// Restarts of the randomised greedy search the default search prices beyond
+/// [`TIME_DP_MAX_OPERANDS`](super::TIME_DP_MAX_OPERANDS) operands.
+pub const RANDOM_GREEDY_RESTARTS: usize = 16;
+
+/// opt_einsum's random-greedy: the greedy rule, except that each step takes the pair of rank
+/// k (0 the greedy choice) with probability proportional to e^-k, so that restarts explore
+/// orders near the greedy one. `seed` makes a restart repeatable.
+fn random_greedy(masks: &[u128], sets: &Sets, limit: Option<f64>, seed: u64) -> Result<Ssa> {
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+    let mut rng = StdRng::seed_from_u64(seed);
+    ranked_greedy(masks, sets, limit, &mut |count| {
+        let u: f64 = rng.random();
+        ((-(1.0 - u).ln()) as usize).min(count.saturating_sub(1))
+    })
+}
+
+/// The greedy search taking, at each step, the candidate pair of the rank `pick` returns
+/// (given how many candidates there are) in the greedy order.
+fn ranked_greedy(
+    masks: &[u128],
+    sets: &Sets,
+    limit: Option<f64>,
+    pick: &mut dyn FnMut(usize) -> usize,
+) -> Result<Ssa> {
     let n = masks.len();
     let mut live: Vec<(usize, u128)> = masks.iter().copied().enumerate().collect();
     let mut ssa = Vec::with_capacity(n.saturating_sub(1));
@@ -364,7 +391,7 @@ fn greedy(masks: &[u128], sets: &Sets, limit: Option<f64>) -> Result<Ssa> {
         // Key: (outer product?, removed elements or result size, flops); then the pair and
         // the result's labels.
         type Choice = ((bool, f64, f64), usize, usize, u128);
-        let mut best: Option<Choice> = None;
+        let mut choices: Vec<Choice> = Vec::new();
         for i in 0..live.len() {
             for j in i + 1..live.len() {
                 let (a, b) = (live[i].1, live[j].1);
@@ -379,13 +406,16 @@ fn greedy(masks: &[u128], sets: &Sets, limit: Option<f64>) -> Result<Ssa> {
                 } else {
                     size - sets.size(a) - sets.size(b)
                 };
-                let key = (outer, gain, sets.flops(a, b, keep));
-                if best.as_ref().is_none_or(|(k, ..)| key < *k) {
-                    best = Some((key, i, j, keep));
-                }
+                choices.push(((outer, gain, sets.flops(a, b, keep)), i, j, keep));
             }
         }
-        let (_, i, j, keep) = best.ok_or_else(|| no_path_under_limit(limit))?;
+        if choices.is_empty() {
+            return Err(no_path_under_limit(limit));
+        }
+        choices.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
+        // outer products only where nothing else is left, whatever the rank drawn
+        let shared = choices.iter().take_while(|c| !c.0 .0).count().max(1);
+        let (_, i, j, keep) = choices[pick(shared).min(shared - 1)];
         ssa.push((live[i].0, live[j].0));
         live.remove(j);
         live.remove(i);
@@ -684,12 +714,26 @@ impl ContractionPath {
                 out_mask: sets.out,
             };
             let mut pricer = Pricer::new(options.dtype.unwrap_or(DType::F64), options.threads);
+            // beyond the subset search's reach: randomised greedy orders to price too
+            let mut restarts: Vec<Tree> = Vec::new();
+            if n > super::TIME_DP_MAX_OPERANDS {
+                for seed in 1..=RANDOM_GREEDY_RESTARTS as u64 {
+                    let Ok(t) = random_greedy(&masks, &sets, limit, seed) else {
+                        continue;
+                    };
+                    if t != ssa && restarts.iter().all(|r| r.ssa != t) {
+                        let o = flop_orders(&labels, &masks, &sets, &index, bound.output(), &t);
+                        restarts.push(Tree { ssa: t, orders: o });
+                    }
+                }
+            }
             let found = path_time::search(
                 &net,
                 Tree {
                     ssa: ssa.clone(),
                     orders: orders.clone(),
                 },
+                restarts,
                 &mut pricer,
                 limit,
             );
@@ -983,6 +1027,34 @@ mod tests {
             ..Default::default()
         };
         ContractionPath::new(&b, &o).unwrap()
+    }
+
+    #[test]
+    fn random_greedy_restarts_are_valid_repeatable_and_start_from_greedy() {
+        // a ring of eight matrices: every order is valid, and many tie
+        let masks: Vec<u128> = (0..8)
+            .map(|k| 1u128 << k | 1u128 << ((k + 1) % 8))
+            .collect();
+        let sets = Sets {
+            ext: vec![10.0; 8],
+            out: 0,
+        };
+        let g = greedy(&masks, &sets, None).unwrap();
+        assert_eq!(ranked_greedy(&masks, &sets, None, &mut |_| 0).unwrap(), g);
+        let mut distinct = std::collections::BTreeSet::new();
+        for seed in 1..=16 {
+            let r = random_greedy(&masks, &sets, None, seed).unwrap();
+            assert_eq!(r, random_greedy(&masks, &sets, None, seed).unwrap());
+            assert_eq!(r.len(), 7);
+            // every id used once: operands 0..8 and the results 8..14 but the last (14)
+            let mut used: Vec<usize> = r.iter().flat_map(|&(x, y)| [x, y]).collect();
+            used.sort_unstable();
+            assert_eq!(used, (0..14).collect::<Vec<_>>());
+            distinct.insert(r);
+        }
+        assert!(distinct.len() > 1);
+        // a limit nothing meets fails as the greedy search does
+        assert!(random_greedy(&masks, &sets, Some(1.0), 3).is_err());
     }
 
     #[test]

@@ -14,7 +14,10 @@
 //!    reads best (the indices it shares with its partner in the partner's order, before or
 //!    after the rest in the consumer's result order), by coordinate descent on the producing
 //!    and consuming steps' predicted time.
-//! 3. Up to [`TIME_DP_MAX_OPERANDS`] operands, dynamic programming over subsets on predicted
+//! 3. Beyond [`TIME_DP_MAX_OPERANDS`] operands, the trees of randomised greedy restarts
+//!    (opt_einsum's random-greedy: each step takes the pair of rank k in the greedy order with
+//!    probability proportional to e^-k), priced, cheapest first refined as in 2.
+//! 4. Up to [`TIME_DP_MAX_OPERANDS`] operands, dynamic programming over subsets on predicted
 //!    time, keeping the [`TIME_DP_ORDERS`] cheapest orders of each intermediate, with a
 //!    branch-and-bound cut: a split is priced only if its FLOPs at the machine's best GEMM
 //!    rate could still beat the subset's best time. Its tree is refined as in 2.
@@ -455,10 +458,13 @@ pub(crate) struct Searched {
     pub seconds: f64,
 }
 
-/// Runs the search of the module text from `reference` (the FLOP search's tree and orders).
+/// Runs the search of the module text from `reference` (the FLOP search's tree and orders);
+/// `restarts` are further trees (randomised greedy ones) priced and refined in turn while the
+/// budget lasts.
 pub(crate) fn search(
     net: &Net<'_>,
     reference: Tree,
+    restarts: Vec<Tree>,
     pricer: &mut Pricer,
     limit: Option<f64>,
 ) -> Searched {
@@ -488,6 +494,25 @@ pub(crate) fn search(
             }
         }
     }
+    // the restarts cheapest first, each refined, until the budget runs out
+    let mut priced: Vec<Priced> = Vec::new();
+    for t in restarts {
+        if pricer.over_budget() {
+            break;
+        }
+        priced.push(price_tree(net, t, pricer));
+    }
+    priced.sort_by(|a, b| a.total().total_cmp(&b.total()));
+    for p in priced {
+        if pricer.over_budget() {
+            break;
+        }
+        let p = refine(net, p, pricer);
+        if p.total() < chosen.total() {
+            chosen = p;
+            how = "predicted time (randomised greedy restarts)";
+        }
+    }
     if chosen.total() > reference.total() * (1.0 - TIME_SWITCH_MARGIN) {
         chosen = reference.clone();
         how = "predicted time (the FLOP-optimal path: nothing predicted faster by the margin)";
@@ -499,6 +524,9 @@ pub(crate) fn search(
             }
             "predicted time (orders refined)" => {
                 "predicted time (orders refined, search cut by its budget)"
+            }
+            "predicted time (randomised greedy restarts)" => {
+                "predicted time (randomised greedy restarts, cut by the budget)"
             }
             _ => "predicted time (the FLOP-optimal path; search cut by its budget)",
         };
@@ -724,7 +752,13 @@ mod tests {
         let priced = price_tree(&net, reference.clone(), &mut pricer);
         let refined = refine(&net, priced.clone(), &mut pricer);
         assert!(refined.total() <= priced.total());
-        let found = search(&net, reference, &mut Pricer::new(DType::F64, Some(1)), None);
+        let found = search(
+            &net,
+            reference,
+            Vec::new(),
+            &mut Pricer::new(DType::F64, Some(1)),
+            None,
+        );
         assert!(found.chosen.total() <= found.reference.total() * (1.0 + 1e-12));
         assert!((found.reference.total() - priced.total()).abs() <= 1e-12 * priced.total());
         assert!(found.planned >= 2 && found.seconds > 0.0);

@@ -22,7 +22,7 @@ use crate::{ContractionPath, ContractionPlan, StepTimes};
 /// What the plan runs: one planned contraction (one or two operands) or a pairwise path.
 enum Kind {
     Single(Box<ContractionPlan>),
-    Path(ContractionPath),
+    Path(Box<ContractionPath>),
 }
 
 /// Times of the last execution.
@@ -155,7 +155,7 @@ impl Plan {
                 } else {
                     let shapes: Vec<&[usize]> = inputs.iter().map(Layout::dims).collect();
                     let p = crate::einsum_path(&spec, &shapes, &options)?;
-                    Ok(Kind::Path(p))
+                    Ok(Kind::Path(Box::new(p)))
                 }
             })
             .map_err(to_py)?;

@@ -14,6 +14,7 @@ mod groups;
 mod loops;
 mod options;
 mod path;
+mod path_flops;
 mod path_time;
 mod prepare;
 mod refine;
@@ -35,6 +36,7 @@ pub use path::{
     ContractionPath, PathOptions, PathReference, PathStep, PathStrategy, AUTO_OPTIMAL_MAX_OPERANDS,
     OPTIMAL_MAX_OPERANDS,
 };
+pub use path_flops::RANDOM_GREEDY_RESTARTS;
 pub use path_time::{
     TIME_DP_MAX_OPERANDS, TIME_DP_ORDERS, TIME_SEARCH_MIN_PATH_SECONDS, TIME_SEARCH_MIN_SECONDS,
     TIME_SEARCH_SHARE, TIME_SWITCH_MARGIN,

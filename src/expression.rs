@@ -51,6 +51,8 @@ pub struct EinsumExpression<T: Element> {
     precomputed: usize,
     /// Which of the spec's operands are constants.
     constant: Vec<bool>,
+    /// The result's shape.
+    shape: Vec<usize>,
 }
 
 /// Builds an [`EinsumExpression`] for operands of `shapes` (every operand's, constants
@@ -104,6 +106,7 @@ pub fn einsum_expression<T: Element>(
         ..options.clone()
     };
     let path = cached_path(spec, shapes, &priced)?;
+    let shape = crate::output_shape(path.spec(), shapes)?;
     let flags: Vec<bool> = constant.iter().map(Option::is_some).collect();
     let mut held: Vec<ArrayD<T>> = Vec::new();
     let mut given_shapes = Vec::new();
@@ -131,6 +134,7 @@ pub fn einsum_expression<T: Element>(
             result: Source::Given(0),
             precomputed: 0,
             constant: flags,
+            shape,
         });
     }
     let mut steps = Vec::new();
@@ -161,6 +165,7 @@ pub fn einsum_expression<T: Element>(
         result,
         precomputed,
         constant: flags,
+        shape,
     })
 }
 
@@ -201,9 +206,9 @@ impl<T: Element> EinsumExpression<T> {
     ///
     /// Errors: a wrong number of operands or a shape other than the expression's.
     pub fn run(&self, operands: &[ArrayViewD<'_, T>]) -> Result<ArrayD<T>> {
-        let shape = self.output_shape()?;
+        let shape = &self.shape;
         let mut out = ArrayD::from_shape_vec(
-            IxDyn(&shape),
+            IxDyn(shape),
             crate::tensor::zeroed::<T>(shape.iter().product(), "the result")?,
         )
         .map_err(|e| Error::Layout(e.to_string()))?;
@@ -244,11 +249,10 @@ impl<T: Element> EinsumExpression<T> {
                 self.path.spec()
             )));
         }
-        let shape = self.output_shape()?;
-        if c.shape() != shape.as_slice() {
+        if c.shape() != self.shape.as_slice() {
             return Err(Error::OutputShape {
                 spec: self.path.spec().to_string(),
-                expected: shape,
+                expected: self.shape.clone(),
                 given: c.shape().to_vec(),
             });
         }
@@ -308,14 +312,9 @@ impl<T: Element> EinsumExpression<T> {
     ///
     /// ```
     /// let e = ttgt::einsum_expression::<f64>("ij,jk,kl->li", &[&[2, 3], &[3, 4], &[4, 5]], &[], &Default::default()).unwrap();
-    /// assert_eq!(e.shape().unwrap(), vec![5, 2]);
+    /// assert_eq!(e.shape(), &[5, 2]);
     /// ```
-    pub fn shape(&self) -> Result<Vec<usize>> {
-        self.output_shape()
-    }
-
-    fn output_shape(&self) -> Result<Vec<usize>> {
-        let shapes: Vec<&[usize]> = self.path.shapes().iter().map(Vec::as_slice).collect();
-        crate::output_shape(self.path.spec(), &shapes)
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
     }
 }

@@ -461,14 +461,17 @@ impl ContractionPath {
         };
         let limit = options.memory_limit.map(|l| l as f64);
         let auto_optimal = n <= AUTO_OPTIMAL_MAX_OPERANDS;
-        // no order keeps the intermediates within the limit: loop over some indices
-        if options.strategy == PathStrategy::Auto && n >= 3 && limit.is_some() {
-            let fits = if auto_optimal {
-                optimal(&masks, &sets, limit).is_ok()
+        // the default search starts from the FLOP search's path, found once here
+        let auto_flop = (options.strategy == PathStrategy::Auto && n >= 3).then(|| {
+            if auto_optimal {
+                ("optimal", optimal(&masks, &sets, limit))
             } else {
-                greedy(&masks, &sets, limit).is_ok()
-            };
-            if !fits {
+                ("greedy", greedy(&masks, &sets, limit))
+            }
+        });
+        // no order keeps the intermediates within the limit: loop over some indices
+        if let Some((_, Err(_))) = &auto_flop {
+            if limit.is_some() {
                 if let Some(p) = super::slicing::sliced_path(bound, options)? {
                     return Ok(p);
                 }
@@ -493,8 +496,11 @@ impl ContractionPath {
                 )))
             }
             PathStrategy::Optimal => ("optimal", optimal(&masks, &sets, limit)?),
-            PathStrategy::Auto if auto_optimal => ("optimal", optimal(&masks, &sets, limit)?),
-            PathStrategy::Auto | PathStrategy::Greedy => ("greedy", greedy(&masks, &sets, limit)?),
+            PathStrategy::Auto => match auto_flop {
+                Some((name, found)) => (name, found?),
+                None => ("greedy", greedy(&masks, &sets, limit)?),
+            },
+            PathStrategy::Greedy => ("greedy", greedy(&masks, &sets, limit)?),
         };
         let letter = letters(bound)?;
         let mut orders = flop_orders(&labels, &masks, &sets, &index, bound.output(), &ssa);

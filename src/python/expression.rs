@@ -181,14 +181,13 @@ impl Expression {
 
     /// The result's shape.
     #[getter]
-    fn shape(&self) -> PyResult<Vec<usize>> {
+    fn shape(&self) -> Vec<usize> {
         match &self.typed {
-            Typed::F32(e) => e.shape(),
-            Typed::F64(e) => e.shape(),
-            Typed::C32(e) => e.shape(),
-            Typed::C64(e) => e.shape(),
+            Typed::F32(e) => e.shape().to_vec(),
+            Typed::F64(e) => e.shape().to_vec(),
+            Typed::C32(e) => e.shape().to_vec(),
+            Typed::C64(e) => e.shape().to_vec(),
         }
-        .map_err(to_py)
     }
 
     /// Steps evaluated when the expression was made (among constants only).

@@ -248,7 +248,7 @@ pub struct GemmCoeffs {
 /// where the CPU has AVX-512F it is rated [`AVX512_GEMM_CRATE_FACTOR`] times the others, so that
 /// an uncalibrated plan does not fall back to `matrixmultiply` (the first library in
 /// [`GemmLibrary::ALL`]) on a tie. Elsewhere the libraries are rated alike.
-fn nominal_gflops(library: GemmLibrary, dtype: DType) -> f64 {
+pub(super) fn nominal_gflops(library: GemmLibrary, dtype: DType) -> f64 {
     let base = match dtype {
         DType::F32 | DType::C32 => 60.0,
         DType::F64 | DType::C64 => 30.0,
@@ -459,7 +459,7 @@ pub fn narrow_c_speedup(
     (2.0 * per_vector / n as f64).sqrt().clamp(1.4, 4.0)
 }
 
-fn features(dtype: DType, m: usize, n: usize, k: usize) -> [f64; 5] {
+pub(super) fn features(dtype: DType, m: usize, n: usize, k: usize) -> [f64; 5] {
     let (m, n, k) = (m as f64, n as f64, k as f64);
     [1.0, dtype.flops_per_fma() * m * n * k, m * k, k * n, m * n]
 }
@@ -574,9 +574,32 @@ pub fn gemm_coeffs_in(
                 ..c.clone()
             }
         }
-        None => GemmCoeffs::nominal(library, dtype, threads, p),
+        None => probed_or_nominal(library, dtype, threads, p),
     };
     GemmCoeffs { layout, ..coeffs }
+}
+
+/// Coefficients without a calibration: [`GemmCoeffs::nominal`] with the quick probe's compute
+/// rate (divided among `threads`) and per-call cost (at least the nominal one, which counts
+/// the engine's dispatch of a call as well as the library's) when there is a probe
+/// ([`super::probed_gemm_coeffs`]). The per-element costs stay the nominal ones, from the
+/// profile's copy rate: the probe's come from operands in cache, and priced with them, loops
+/// of small GEMMs over tensors in memory looked cheaper than they ran (docs/TUNING.md).
+fn probed_or_nominal(
+    library: GemmLibrary,
+    dtype: DType,
+    threads: usize,
+    p: &Profile,
+) -> GemmCoeffs {
+    let nominal = GemmCoeffs::nominal(library, dtype, threads, p);
+    match super::gemm_probe::probed_gemm_coeffs(library, dtype) {
+        Some(c) => GemmCoeffs {
+            flop: c.flop / threads as f64,
+            call: c.call.max(nominal.call),
+            ..nominal
+        },
+        None => nominal,
+    }
 }
 
 /// Predicted seconds of one `m×n×k` GEMM call with row-major operands by `library` on

@@ -7,6 +7,7 @@ mod calibrate;
 mod concurrency;
 mod gemm;
 mod gemm_grid;
+mod gemm_probe;
 mod gett;
 mod loops;
 pub(crate) mod profile;
@@ -26,6 +27,7 @@ pub use gemm::{
     NARROW_C_MIN_K,
 };
 pub use gemm_grid::{gemm_grid, gemm_grid_range, gemm_grid_threads, GEMM_MIN_BLOCK_FMAS};
+pub use gemm_probe::{probed_gemm_coeffs, GEMM_PROBE_SHAPES};
 pub use gett::{
     gett_blocking, gett_depth, gett_orient, gett_oriented, gett_seconds, gett_simd_available,
     gett_work, GettBlocking, GettIndex, GettOrder, GettWork,

@@ -241,9 +241,10 @@ mod tests {
 
     #[test]
     fn plans_are_cached_per_resolved_thread_count() {
-        let (one, two) = (plan(400, 1), plan(400, 2));
+        // 2 GFLOP: several milliseconds on any machine, so not moved to one thread
+        let (one, two) = (plan(1000, 1), plan(1000, 2));
         assert_eq!((one.threads(), two.threads()), (1, 2));
-        assert!(Arc::ptr_eq(&two, &plan(400, 2)));
+        assert!(Arc::ptr_eq(&two, &plan(1000, 2)));
         assert!(!Arc::ptr_eq(&one, &two));
     }
 

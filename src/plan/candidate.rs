@@ -679,7 +679,7 @@ pub const COPY_STEP_SECONDS: f64 = 3e-7;
 
 /// Fixed cost of executing any contraction plan (checking the operands against the plan,
 /// the prepared views, the step timers); see `docs/TUNING.md`.
-pub const EXECUTE_CALL_SECONDS: f64 = 3e-7;
+pub const EXECUTE_CALL_SECONDS: f64 = 9e-7;
 
 /// Extra seconds per row, per thread, of a copy whose rows (the run both sides share) are
 /// shorter than [`SCATTERED_GAP_BYTES`]: consecutive rows lie far apart on one side at

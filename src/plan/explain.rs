@@ -220,9 +220,15 @@ pub(crate) fn explain(plan: &ContractionPlan, times: Option<&StepTimes>) -> Stri
     );
     let _ = writeln!(s, "  workspace {} bytes", c.workspace_bytes);
     if !plan.gemm_model_calibrated() {
+        let probed = crate::model::probed_gemm_coeffs(c.library, plan.dtype()).is_some();
         let _ = writeln!(
             s,
-            "  (GEMM model: nominal rates; run `ttgt calibrate` for measured ones)"
+            "{}",
+            if probed {
+                "  (GEMM model: a quick probe of this machine; `ttgt calibrate` measures the full model)"
+            } else {
+                "  (GEMM model: nominal rates; run `ttgt calibrate` for measured ones)"
+            }
         );
     }
     if crate::model::is_provisional(plan.problem_bytes()) {

@@ -16,9 +16,10 @@ use crate::tensor::DType;
 /// where GEMM candidates are faster whatever their fixed costs; see `docs/TUNING.md`.
 pub const LOOPS_MAX_PRODUCTS: usize = 1 << 15;
 
-/// Nested loops predicted to run within this many seconds are planned without pricing any
-/// other candidate: a GEMM call and its planning cost more; see `docs/TUNING.md`.
-pub const LOOPS_ALONE_SECONDS: f64 = 1e-6;
+/// Nested loops whose work (beyond the fixed cost of an execution) is predicted within this
+/// many seconds are planned without pricing any other candidate: a GEMM call and its planning
+/// cost more; see `docs/TUNING.md`.
+pub const LOOPS_ALONE_SECONDS: f64 = 7e-7;
 
 /// One loop of a [`NestedLoops`] nest: its extent and its stride in A, B and C (0 where the
 /// tensor lacks the index; several labels whose strides nest in all three are one loop).
@@ -243,10 +244,12 @@ pub(crate) fn loops_candidate(pb: &Problem<'_>, options: &PlanOptions) -> Option
     })
 }
 
-/// Whether the nested-loop candidate `c` is planned alone: it is predicted within
-/// [`LOOPS_ALONE_SECONDS`] and the options let the models choose (no measured tuning).
+/// Whether the nested-loop candidate `c` is planned alone: its work (beyond the fixed cost
+/// of any execution, [`EXECUTE_CALL_SECONDS`]) is predicted within [`LOOPS_ALONE_SECONDS`] and
+/// the options let the models choose (no measured tuning).
 pub(crate) fn loops_alone(c: &Candidate, options: &PlanOptions) -> bool {
-    options.tuning == PlanTuning::Estimate && c.predicted.total() <= LOOPS_ALONE_SECONDS
+    options.tuning == PlanTuning::Estimate
+        && c.predicted.total() - EXECUTE_CALL_SECONDS <= LOOPS_ALONE_SECONDS
 }
 
 #[cfg(test)]

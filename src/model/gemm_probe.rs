@@ -1,0 +1,386 @@
+//! A quick probe of the GEMM libraries on first use, so that a machine without a stored
+//! calibration is priced at its own compute rate rather than a nominal one.
+//!
+//! The first plan that prices a GEMM of a real element type times the `gemm` crate and
+//! `matrixmultiply` on one thread at a few shapes of the kinds contractions make (a 256³ cube
+//! for the compute rate; long, flat, deep and tiny products for the per-element and per-call
+//! costs), in three interleaved rounds, some 5–15 ms per library and precision, once per process, and fits the five
+//! coefficients of [`GemmCoeffs`] to them (the compute rate from the largest product, the
+//! other four by least squares on relative errors, none negative). Complex types use the
+//! probe of their real precision (each complex product is priced by its real flops, and its
+//! elements are twice as wide); the engine's own GEMM ([`GemmLibrary::Native`]) keeps its
+//! nominal ratio to the `gemm` crate. The planner takes the compute rate and the per-call
+//! cost from the probe; see [`crate::model::gemm_coeffs_in`]. A calibration (`ttgt
+//! calibrate`) replaces all of it; `TTGT_GEMM_PROBE=0` turns the probe off (nominal rates, the
+//! same on every machine).
+
+use std::sync::{Mutex, OnceLock};
+use std::time::Instant;
+
+use super::calibrate::solve_ridge_to;
+use super::gemm::{features, nominal_gflops, GemmCoeffs, GemmLibrary};
+use super::profile::provisional_profile;
+use crate::tensor::DType;
+
+/// Shapes `(m, n, k)` the probe times, row-major: tiny products fix the per-call cost, the
+/// cube the compute rate, the skinny ones the costs per element of A, B and C.
+pub const GEMM_PROBE_SHAPES: [(usize, usize, usize); 14] = [
+    (8, 8, 8),
+    (24, 24, 24),
+    (64, 64, 64),
+    (160, 160, 160),
+    (256, 256, 256),
+    (384, 384, 64),
+    (1024, 8, 64),
+    (8, 1024, 64),
+    (1024, 64, 8),
+    (2048, 5, 5),
+    (5, 2048, 5),
+    (2048, 24, 64),
+    (48, 48, 1024),
+    (96, 96, 12),
+];
+
+/// Rounds of the probe (each shape's best over all rounds is kept).
+const PROBE_ROUNDS: usize = 3;
+
+/// Seconds of calls each probe shape is timed for at least in each round (best of the calls;
+/// at least [`PROBE_MIN_CALLS`] calls).
+const PROBE_SECONDS_PER_SHAPE: f64 = 1e-4;
+
+/// Fewest timed calls per probe shape.
+const PROBE_MIN_CALLS: usize = 3;
+
+/// Most timed calls per probe shape (tiny products).
+const PROBE_MAX_CALLS: usize = 40;
+
+/// Largest median relative error of a fit to the probe's own samples for it to be used (a
+/// machine too busy to time, or a library whose speed the five terms do not describe, keeps
+/// the nominal rates).
+const PROBE_MAX_FIT_ERROR: f64 = 0.35;
+
+/// Whether the probe is on (`TTGT_GEMM_PROBE` unset, or anything but `0`/`off`/`false`; never
+/// under Miri, which would interpret hundreds of millions of operations).
+fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        !cfg!(miri)
+            && !matches!(
+                std::env::var("TTGT_GEMM_PROBE").as_deref(),
+                Ok("0") | Ok("off") | Ok("false")
+            )
+    })
+}
+
+/// One-thread coefficients of `library` for `dtype` (row-major operands) from the quick
+/// probe, probing on the first call for that library and precision; `None` when the probe is
+/// off, the library is not probed, or its fit was too poor to use.
+///
+/// ```
+/// use ttgt::{DType, model::{probed_gemm_coeffs, GemmLibrary}};
+/// if let Some(c) = probed_gemm_coeffs(GemmLibrary::Gemm, DType::F64) {
+///     assert_eq!(c.threads, 1);
+///     assert!(c.flop > 0.0 && c.call >= 0.0);
+///     // a 256³ product is priced between 1 and 1000 GFLOP/s
+///     let s = c.seconds(256, 256, 256);
+///     assert!(s > 2.0 * 256f64.powi(3) / 1e12 && s < 2.0 * 256f64.powi(3) / 1e9);
+/// }
+/// ```
+pub fn probed_gemm_coeffs(library: GemmLibrary, dtype: DType) -> Option<GemmCoeffs> {
+    if !enabled() {
+        return None;
+    }
+    let double = matches!(dtype, DType::F64 | DType::C64);
+    let real = if double { DType::F64 } else { DType::F32 };
+    let measured_as = if library == GemmLibrary::Native {
+        GemmLibrary::Gemm
+    } else {
+        library
+    };
+    let base = probed_real(measured_as, real)?;
+    let mut c = GemmCoeffs {
+        dtype,
+        library,
+        ..base
+    };
+    if library == GemmLibrary::Native {
+        c.flop *= nominal_gflops(GemmLibrary::Gemm, dtype) / nominal_gflops(library, dtype);
+    }
+    if dtype.is_complex() {
+        // a complex element is two reals: twice the bytes per element of A, B and C; the
+        // compute rate is per (real) flop, which `features` counts for complex products.
+        c.a *= 2.0;
+        c.b *= 2.0;
+        c.c *= 2.0;
+    }
+    Some(c)
+}
+
+/// The probe of `library` for a real `dtype`, made once per process.
+fn probed_real(library: GemmLibrary, dtype: DType) -> Option<GemmCoeffs> {
+    type Entry = ((GemmLibrary, DType), Option<GemmCoeffs>);
+    static DONE: OnceLock<Mutex<Vec<Entry>>> = OnceLock::new();
+    let done = DONE.get_or_init(|| Mutex::new(Vec::new()));
+    // Held while probing: two probes at once would time each other.
+    let mut done = done.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, c)) = done.iter().find(|(key, _)| *key == (library, dtype)) {
+        return c.clone();
+    }
+    let probed: Vec<(GemmLibrary, Vec<Sample>)> = match dtype {
+        DType::F32 => time_libraries::<f32>(&[
+            (GemmLibrary::Gemm, gemm_crate::<f32>),
+            (GemmLibrary::MatrixMultiply, mm_f32),
+        ]),
+        DType::F64 => time_libraries::<f64>(&[
+            (GemmLibrary::Gemm, gemm_crate::<f64>),
+            (GemmLibrary::MatrixMultiply, mm_f64),
+        ]),
+        _ => Vec::new(),
+    };
+    for (lib, samples) in probed {
+        done.push(((lib, dtype), fit_probe(lib, dtype, &samples)));
+    }
+    if !done.iter().any(|(key, _)| *key == (library, dtype)) {
+        done.push(((library, dtype), None));
+    }
+    done.iter()
+        .find(|(key, _)| *key == (library, dtype))
+        .and_then(|(_, c)| c.clone())
+}
+
+/// Coefficients fitted to `(m, n, k, seconds)` samples with no coefficient negative (a term
+/// the least-squares solution makes negative is dropped and the rest refitted); `None` when
+/// there are too few samples or the fit misses them by more than [`PROBE_MAX_FIT_ERROR`]
+/// (median relative error).
+fn fit_probe(library: GemmLibrary, dtype: DType, samples: &[Sample]) -> Option<GemmCoeffs> {
+    if samples.len() < GEMM_PROBE_SHAPES.len() / 2 {
+        return None;
+    }
+    let nominal = GemmCoeffs::nominal(library, dtype, 1, &provisional_profile());
+    let features = |&(m, n, k, _): &(usize, usize, usize, f64)| features(dtype, m, n, k);
+    // The compute rate from the product with the most flops, as if it were all compute
+    // (its other terms are a few per cent of it); fitted freely with the small products, the
+    // rate came out 10-20 % fast, traded against the per-element terms.
+    let big = samples
+        .iter()
+        .max_by(|x, y| features(x)[1].total_cmp(&features(y)[1]))?;
+    let flop = big.3 / features(big)[1];
+    let mut dropped = [false, true, false, false, false];
+    let x = loop {
+        let (rows, targets): (Vec<[f64; 5]>, Vec<f64>) = samples
+            .iter()
+            .map(|s| {
+                let f = features(s);
+                let row = std::array::from_fn(|i| if dropped[i] { 0.0 } else { f[i] / s.3 });
+                (row, 1.0 - flop * f[1] / s.3)
+            })
+            .unzip();
+        let x = solve_ridge_to(&rows, &targets);
+        let worst = (0..5)
+            .filter(|&i| !dropped[i])
+            .filter(|&i| x[i].is_some_and(|v| v < 0.0))
+            .min_by(|&i, &j| x[i].unwrap_or(0.0).total_cmp(&x[j].unwrap_or(0.0)));
+        match worst {
+            Some(i) => dropped[i] = true,
+            None => break x,
+        }
+    };
+    let v = |i: usize| x[i].filter(|v| v.is_finite() && *v >= 0.0).unwrap_or(0.0);
+    if !(flop > 0.0 && flop.is_finite()) {
+        return None;
+    }
+    let c = GemmCoeffs {
+        call: v(0),
+        flop,
+        a: v(2),
+        b: v(3),
+        c: v(4),
+        ..nominal
+    };
+    let mut errors: Vec<f64> = samples
+        .iter()
+        .map(|&(m, n, k, t)| (c.seconds(m, n, k) / t - 1.0).abs())
+        .collect();
+    errors.sort_by(f64::total_cmp);
+    (errors[errors.len() / 2] <= PROBE_MAX_FIT_ERROR).then_some(c)
+}
+
+/// One timed shape: `(m, n, k, seconds)`.
+type Sample = (usize, usize, usize, f64);
+
+/// A library's row-major `C = A·B` on the calling thread.
+type Call<T> = fn(&[T], &[T], &mut [T], Shape);
+
+/// Times each library at each probe shape in [`PROBE_ROUNDS`] rounds that each time every
+/// library and shape in turn, keeping each one's best: a slow spell of a busy machine then
+/// falls on one round of all of them rather than on one library or shape. In each round, a
+/// shape is timed by one untimed call, then the best of at least [`PROBE_MIN_CALLS`] calls
+/// filling [`PROBE_SECONDS_PER_SHAPE`].
+fn time_libraries<T: Copy + From<u8>>(
+    libs: &[(GemmLibrary, Call<T>)],
+) -> Vec<(GemmLibrary, Vec<Sample>)> {
+    let mut best = vec![[f64::INFINITY; GEMM_PROBE_SHAPES.len()]; libs.len()];
+    for _ in 0..PROBE_ROUNDS {
+        for (l, &(_, call)) in libs.iter().enumerate() {
+            for (s, &(m, n, k)) in GEMM_PROBE_SHAPES.iter().enumerate() {
+                let a = vec![T::from(1); m * k];
+                let b = vec![T::from(2); k * n];
+                let mut c = vec![T::from(0); m * n];
+                let t0 = Instant::now();
+                call(&a, &b, &mut c, (m, n, k));
+                let first = t0.elapsed().as_secs_f64().max(1e-9);
+                let calls = ((PROBE_SECONDS_PER_SHAPE / first).ceil() as usize)
+                    .clamp(PROBE_MIN_CALLS, PROBE_MAX_CALLS);
+                for _ in 0..calls {
+                    let t = Instant::now();
+                    call(&a, &b, &mut c, (m, n, k));
+                    best[l][s] = best[l][s].min(t.elapsed().as_secs_f64());
+                }
+                std::hint::black_box(&c);
+            }
+        }
+    }
+    libs.iter()
+        .zip(best)
+        .map(|(&(lib, _), times)| {
+            let samples = GEMM_PROBE_SHAPES
+                .iter()
+                .zip(times)
+                .filter(|(_, t)| *t > 0.0 && t.is_finite())
+                .map(|(&(m, n, k), t)| (m, n, k, t))
+                .collect();
+            (lib, samples)
+        })
+        .collect()
+}
+
+/// `C = A·B` by the `gemm` crate on the calling thread, all three row-major.
+fn gemm_crate<T: 'static + Copy + From<u8>>(a: &[T], b: &[T], c: &mut [T], (m, n, k): Shape) {
+    assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
+    // SAFETY: A, B and C are dense row-major m×k, k×n and m×n buffers (checked above), C is
+    // borrowed mutably and overlaps neither; `read_dst` is false, so C's contents are not read.
+    unsafe {
+        gemm::gemm::<T>(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            a.as_ptr(),
+            1,
+            k as isize,
+            b.as_ptr(),
+            1,
+            n as isize,
+            T::from(0),
+            T::from(1),
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
+type Shape = (usize, usize, usize);
+
+/// Defines `$name`: `C = A·B` by `matrixmultiply::$gemm` in `$t`, all three row-major.
+macro_rules! matrixmultiply_call {
+    ($name:ident, $gemm:ident, $t:ty) => {
+        #[doc = concat!("`C = A·B` by `matrixmultiply` in ", stringify!($t), ", all three row-major.")]
+        fn $name(a: &[$t], b: &[$t], c: &mut [$t], (m, n, k): Shape) {
+            assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
+            let (k_, n_) = (k as isize, n as isize);
+            // SAFETY: dense row-major buffers of the sizes checked above; C overlaps neither
+            // operand.
+            unsafe {
+                matrixmultiply::$gemm(
+                    m,
+                    k,
+                    n,
+                    1.0,
+                    a.as_ptr(),
+                    k_,
+                    1,
+                    b.as_ptr(),
+                    n_,
+                    1,
+                    0.0,
+                    c.as_mut_ptr(),
+                    n_,
+                    1,
+                );
+            }
+        }
+    };
+}
+
+matrixmultiply_call!(mm_f32, sgemm, f32);
+matrixmultiply_call!(mm_f64, dgemm, f64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probed_libraries_compute_the_product() {
+        let (m, n, k) = (5, 7, 3);
+        let a: Vec<f64> = (0..m * k).map(|x| x as f64).collect();
+        let b: Vec<f64> = (0..k * n).map(|x| (x % 5) as f64).collect();
+        let mut want = vec![0.0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                want[i * n + j] = (0..k).map(|l| a[i * k + l] * b[l * n + j]).sum();
+            }
+        }
+        let mut c = vec![f64::NAN; m * n];
+        gemm_crate(&a, &b, &mut c, (m, n, k));
+        assert_eq!(c, want);
+        let mut c = vec![f64::NAN; m * n];
+        mm_f64(&a, &b, &mut c, (m, n, k));
+        assert_eq!(c, want);
+        let (a32, b32): (Vec<f32>, Vec<f32>) = (
+            a.iter().map(|&x| x as f32).collect(),
+            b.iter().map(|&x| x as f32).collect(),
+        );
+        let mut c = vec![f32::NAN; m * n];
+        mm_f32(&a32, &b32, &mut c, (m, n, k));
+        assert_eq!(c, want.iter().map(|&x| x as f32).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_fit_recovers_known_coefficients_and_drops_negative_terms() {
+        let truth = GemmCoeffs {
+            call: 2e-7,
+            flop: 1e-11,
+            a: 1e-10,
+            b: 0.0,
+            c: 5e-11,
+            ..GemmCoeffs::nominal(GemmLibrary::Gemm, DType::F64, 1, &provisional_profile())
+        };
+        let samples: Vec<_> = GEMM_PROBE_SHAPES
+            .iter()
+            .map(|&(m, n, k)| (m, n, k, truth.seconds(m, n, k)))
+            .collect();
+        let fit = fit_probe(GemmLibrary::Gemm, DType::F64, &samples).unwrap();
+        // the compute rate is the largest product's time as if all compute: its other terms
+        // make it a few per cent slow
+        assert!(
+            fit.flop >= truth.flop && fit.flop < 1.05 * truth.flop,
+            "{fit:?}"
+        );
+        assert!((fit.a / truth.a - 1.0).abs() < 0.2, "{fit:?}");
+        assert!(fit.b >= 0.0 && fit.b < 1e-11, "{fit:?}");
+        assert!(!fit.measured);
+        // samples no five-term model describes are refused
+        let wild: Vec<_> = samples
+            .iter()
+            .enumerate()
+            .map(|(i, &(m, n, k, t))| (m, n, k, t * if i % 2 == 0 { 10.0 } else { 0.1 }))
+            .collect();
+        assert!(fit_probe(GemmLibrary::Gemm, DType::F64, &wild).is_none());
+        assert!(fit_probe(GemmLibrary::Gemm, DType::F64, &samples[..3]).is_none());
+    }
+}

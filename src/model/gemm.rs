@@ -602,6 +602,47 @@ fn probed_or_nominal(
     }
 }
 
+/// [`gemm_coeffs_in`] for calls whose operands and result span `memory_share` of the way from
+/// the caches to memory ([`super::memory_share`] of their bytes): without a calibration, the
+/// per-element costs move from the quick probe's (operands in cache) to the nominal ones
+/// (the copy rate's) in proportion. A calibrated model is used as it is.
+///
+/// ```
+/// use ttgt::{DType, model::{gemm_coeffs_in, gemm_coeffs_resident, GemmLayout, GemmLibrary, Profile}};
+/// let p = Profile::builtin(vec![20.0]);
+/// let (lib, row) = (GemmLibrary::Gemm, GemmLayout::ROW);
+/// let memory = gemm_coeffs_resident(&p, lib, DType::F64, 1, row, 1.0);
+/// assert_eq!(memory, gemm_coeffs_in(&p, lib, DType::F64, 1, row));
+/// let cache = gemm_coeffs_resident(&p, lib, DType::F64, 1, row, 0.0);
+/// assert!(cache.a <= memory.a && cache.flop == memory.flop);
+/// ```
+pub fn gemm_coeffs_resident(
+    p: &Profile,
+    library: GemmLibrary,
+    dtype: DType,
+    threads: usize,
+    layout: GemmLayout,
+    memory_share: f64,
+) -> GemmCoeffs {
+    let base = gemm_coeffs_in(p, library, dtype, threads, layout);
+    let w = memory_share.clamp(0.0, 1.0);
+    if base.measured || w >= 1.0 {
+        return base;
+    }
+    match super::gemm_probe::probed_gemm_coeffs(library, dtype) {
+        Some(c) => {
+            let mix = |cache: f64, memory: f64| (1.0 - w) * cache.min(memory) + w * memory;
+            GemmCoeffs {
+                a: mix(c.a, base.a),
+                b: mix(c.b, base.b),
+                c: mix(c.c, base.c),
+                ..base
+            }
+        }
+        None => base,
+    }
+}
+
 /// Predicted seconds of one `m×n×k` GEMM call with row-major operands by `library` on
 /// `threads` threads, from this machine's profile.
 ///
@@ -658,7 +699,7 @@ pub fn gemv_seconds(
 
 /// Fixed cost of one single-threaded GEMM call in the uncalibrated model (dispatch, packing
 /// set-up); see `docs/TUNING.md`.
-pub const GEMM_CALL_SECONDS: f64 = 2e-7;
+pub const GEMM_CALL_SECONDS: f64 = 3e-7;
 
 /// Fixed cost of one GEMM call on several threads in the uncalibrated model (the parallel
 /// region's wake-up and join besides [`GEMM_CALL_SECONDS`]).

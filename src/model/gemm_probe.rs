@@ -2,15 +2,16 @@
 //! calibration is priced at its own compute rate rather than a nominal one.
 //!
 //! The first plan that prices a GEMM of a real element type times the `gemm` crate and
-//! `matrixmultiply` on one thread at a few shapes of the kinds contractions make (a 256³ cube
+//! `matrixmultiply` on one thread at a few shapes of the kinds contractions make (a 192³ cube
 //! for the compute rate; long, flat, deep and tiny products for the per-element and per-call
-//! costs), in three interleaved rounds, some 5–15 ms per library and precision, once per process, and fits the five
+//! costs), in two interleaved rounds, some 3–5 ms per library and precision, once per process, and fits the five
 //! coefficients of [`GemmCoeffs`] to them (the compute rate from the largest product, the
 //! other four by least squares on relative errors, none negative). Complex types use the
 //! probe of their real precision (each complex product is priced by its real flops, and its
 //! elements are twice as wide); the engine's own GEMM ([`GemmLibrary::Native`]) keeps its
 //! nominal ratio to the `gemm` crate. The planner takes the compute rate and the per-call
-//! cost from the probe; see [`crate::model::gemm_coeffs_in`]. A calibration (`ttgt
+//! cost from the probe ([`crate::model::gemm_coeffs_in`]), and its per-element costs as far as
+//! a call's operands stay in cache ([`crate::model::gemm_coeffs_resident`]). A calibration (`ttgt
 //! calibrate`) replaces all of it; `TTGT_GEMM_PROBE=0` turns the probe off (nominal rates, the
 //! same on every machine).
 
@@ -28,9 +29,9 @@ pub const GEMM_PROBE_SHAPES: [(usize, usize, usize); 14] = [
     (8, 8, 8),
     (24, 24, 24),
     (64, 64, 64),
-    (160, 160, 160),
-    (256, 256, 256),
-    (384, 384, 64),
+    (128, 128, 128),
+    (192, 192, 192),
+    (256, 256, 64),
     (1024, 8, 64),
     (8, 1024, 64),
     (1024, 64, 8),
@@ -42,11 +43,11 @@ pub const GEMM_PROBE_SHAPES: [(usize, usize, usize); 14] = [
 ];
 
 /// Rounds of the probe (each shape's best over all rounds is kept).
-const PROBE_ROUNDS: usize = 3;
+const PROBE_ROUNDS: usize = 2;
 
 /// Seconds of calls each probe shape is timed for at least in each round (best of the calls;
 /// at least [`PROBE_MIN_CALLS`] calls).
-const PROBE_SECONDS_PER_SHAPE: f64 = 1e-4;
+const PROBE_SECONDS_PER_SHAPE: f64 = 5e-5;
 
 /// Fewest timed calls per probe shape.
 const PROBE_MIN_CALLS: usize = 3;

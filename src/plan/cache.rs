@@ -201,7 +201,7 @@ pub fn clear_plan_caches() {
 /// comes from outside a rayon pool of that size and its options leave the count open.
 /// Rationale: below it, waking the workers and competing with the caller's own threads cost
 /// more than the second thread saves (measurements: `docs/TUNING.md`).
-pub const SINGLE_THREAD_BELOW_SECONDS: f64 = 1e-3;
+pub const SINGLE_THREAD_BELOW_SECONDS: f64 = 4e-4;
 
 /// Whether `plan`, made for several threads, predicts less than
 /// [`SINGLE_THREAD_BELOW_SECONDS`] and would be entered from outside a pool of its size.

@@ -24,9 +24,9 @@ use super::prepare::OperandPrep;
 use crate::einsum::{BoundSpec, Label};
 use crate::error::{Error, Result};
 use crate::model::{
-    gemm_coeffs_in, gemv_seconds, gett_blocking, gett_depth, gett_orient, gett_simd_available,
-    gett_work, predict_transpose, predict_transpose_from_memory, profile_for, GemmLayout,
-    GemmLibrary, GettIndex, OperandSource, Profile,
+    gemm_coeffs_resident, gemv_seconds, gett_blocking, gett_depth, gett_orient,
+    gett_simd_available, gett_work, memory_share, predict_transpose, predict_transpose_from_memory,
+    profile_for, GemmLayout, GemmLibrary, GettIndex, OperandSource, Profile,
 };
 use crate::tensor::{DType, Layout};
 use crate::transpose::inplace::{InPlaceOptions, InPlacePlan};
@@ -720,6 +720,10 @@ struct CallPrice {
     mnk: (usize, usize, usize),
     /// Where the calls read their operands from.
     operands: OperandSource,
+    /// How much of the uncalibrated model's per-element costs are those of memory rather than
+    /// of the caches: [`crate::model::memory_share`] of the bytes the calls' operands and C span
+    /// ([`gemm_coeffs_resident`]).
+    memory_share: f64,
     /// Scattered-access penalty of one call (seconds, one thread).
     penalty: f64,
     /// Bytes of C that one call of a loop writes to memory (0 where the calls write a block
@@ -745,7 +749,8 @@ impl CallPrice {
         let (m, n, k) = self.mnk;
         let single = gemv_seconds(p, dtype, self.mnk, gt).unwrap_or_else(|| {
             let used = crate::model::gemm_grid_threads(m, n, k, gt);
-            gemm_coeffs_in(p, library, dtype, used, self.layout).seconds(m, n, k)
+            gemm_coeffs_resident(p, library, dtype, used, self.layout, self.memory_share)
+                .seconds(m, n, k)
         });
         let slowdown = p.gemm_concurrency_at(
             library,
@@ -867,6 +872,7 @@ fn geometry(
     // stays in cache.
     let operand_bytes = |labels: &[Label]| labels.iter().map(|&l| ext(l)).product::<usize>() * es;
     let cached = operand_bytes(&pa.kept) + operand_bytes(&pbp.kept) <= CACHED_OPERAND_BYTES;
+    let spanned = operand_bytes(&pa.kept) + operand_bytes(&pbp.kept) + pb.c.len() * es;
     let operands = match (cached, c_resident) {
         (false, false) => OperandSource::Memory,
         (false, true) => OperandSource::Streamed,
@@ -895,6 +901,7 @@ fn geometry(
             layout: priced.0,
             mnk: (priced.1, priced.2, k),
             operands,
+            memory_share: memory_share(spanned as f64),
             penalty,
             c_memory_bytes,
         },

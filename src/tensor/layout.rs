@@ -2,6 +2,7 @@
 //! sees.
 
 use ndarray::{ArrayBase, Dimension, RawData};
+use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 
@@ -15,9 +16,13 @@ use crate::error::{Error, Result};
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
-    dims: Vec<usize>,
-    strides: Vec<isize>,
+    dims: SmallVec<[usize; INLINE_RANK]>,
+    strides: SmallVec<[isize; INLINE_RANK]>,
 }
+
+/// Ranks up to which a layout keeps its extents and strides inline, without a heap
+/// allocation (a cached plan's execution makes and copies several layouts per call).
+const INLINE_RANK: usize = 8;
 
 impl Layout {
     /// A layout from extents and strides. Fails when the lengths differ or when the number of
@@ -36,7 +41,10 @@ impl Layout {
                 strides.len()
             )));
         }
-        let l = Layout { dims, strides };
+        let l = Layout {
+            dims: SmallVec::from_vec(dims),
+            strides: SmallVec::from_vec(strides),
+        };
         l.checked_len()?;
         l.checked_offset_range()?;
         Ok(l)
@@ -88,8 +96,8 @@ impl Layout {
     /// ```
     pub fn of<S: RawData, D: Dimension>(a: &ArrayBase<S, D>) -> Self {
         Layout {
-            dims: a.shape().to_vec(),
-            strides: a.strides().to_vec(),
+            dims: SmallVec::from_slice(a.shape()),
+            strides: SmallVec::from_slice(a.strides()),
         }
     }
 
@@ -180,14 +188,14 @@ impl Layout {
         if self.is_empty() {
             return false;
         }
-        let mut axes: Vec<(usize, usize)> = self
+        let mut axes: SmallVec<[(usize, usize); INLINE_RANK]> = self
             .dims
             .iter()
             .zip(&self.strides)
             .filter(|(&d, _)| d > 1)
             .map(|(&d, &s)| (d, s.unsigned_abs()))
             .collect();
-        axes.sort_by_key(|&(_, s)| s);
+        axes.sort_unstable_by_key(|&(_, s)| s);
         let mut span: usize = 0; // largest offset reachable with the axes seen so far
         for (d, s) in axes {
             if s == 0 || s <= span {

@@ -181,6 +181,9 @@ impl<'a, T: Copy> StridedView<'a, T> {
                 dims.len()
             )));
         }
+        if l.dims() == dims {
+            return Ok(self.clone());
+        }
         let mut strides = l.strides().to_vec();
         for (i, (&from, &to)) in l.dims().iter().zip(dims).enumerate() {
             if from != to {

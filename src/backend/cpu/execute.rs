@@ -183,7 +183,8 @@ impl ContractionPlan {
         let mut sum_bufs: Vec<Vec<T>> = vec![Vec::new(); inputs.len()];
         let mut views = Vec::with_capacity(inputs.len());
         for ((k, v), buf) in inputs.iter().enumerate().zip(sum_bufs.iter_mut()) {
-            let dims: Vec<usize> = bound.inputs()[k].iter().map(|&l| ext(l)).collect();
+            let dims: smallvec::SmallVec<[usize; 8]> =
+                bound.inputs()[k].iter().map(|&l| ext(l)).collect();
             views.push(prepare(&self.preps[k], v.broadcast(&dims)?, &ext, buf)?);
         }
         times.prepare = t0.elapsed();

@@ -1,5 +1,5 @@
-"""Per-call time of small contractions: ttgt.einsum, a ttgt.Plan call, numpy.einsum and
-numpy.dot on the same operands (best of several rounds of many calls each).
+"""Per-call time of small contractions: ttgt.einsum (a new result, and into ``out=``), a
+ttgt.Plan call, numpy.einsum and numpy.dot on the same operands (best of several rounds of many calls each).
 
     python benches/python/small_calls.py [--threads 1] [--json out.json]
 """
@@ -35,7 +35,7 @@ def main() -> None:
         ttgt.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
     rows = []
-    print(f"{'spec':<18} {'extents':<26} {'ttgt us':>8} {'plan us':>8} {'numpy us':>9} {'dot us':>7} {'numpy/ttgt':>10}")
+    print(f"{'spec':<18} {'extents':<26} {'ttgt us':>8} {'out= us':>8} {'plan us':>8} {'numpy us':>9} {'dot us':>7} {'numpy/ttgt':>10}")
     for spec, ext in CASES:
         ins, out = spec.split("->")
         ops = [rng.standard_normal([ext[c] for c in t]) for t in ins.split(",")]
@@ -44,12 +44,14 @@ def main() -> None:
         plan = ttgt.Plan(spec, *ops)
         number = 2000
         t_ttgt = per_call(lambda: ttgt.einsum(spec, *ops), number)
+        res = np.empty_like(want)
+        t_out = per_call(lambda: ttgt.einsum(spec, *ops, out=res), number)
         t_plan = per_call(lambda: plan(*ops), number)
         t_np = per_call(lambda: np.einsum(spec, *ops), number)
         t_dot = per_call(lambda: np.dot(ops[0], ops[1]), number) if spec == "ij,jk->ik" else float("nan")
         extents = ",".join(f"{k}={v}" for k, v in ext.items())
-        print(f"{spec:<18} {extents:<26} {t_ttgt * 1e6:8.2f} {t_plan * 1e6:8.2f} {t_np * 1e6:9.2f} {t_dot * 1e6:7.2f} {t_np / t_ttgt:10.2f}")
-        rows.append({"spec": spec, "extents": ext, "ttgt_s": t_ttgt, "plan_s": t_plan, "numpy_einsum_s": t_np,
+        print(f"{spec:<18} {extents:<26} {t_ttgt * 1e6:8.2f} {t_out * 1e6:8.2f} {t_plan * 1e6:8.2f} {t_np * 1e6:9.2f} {t_dot * 1e6:7.2f} {t_np / t_ttgt:10.2f}")
+        rows.append({"spec": spec, "extents": ext, "ttgt_s": t_ttgt, "ttgt_out_s": t_out, "plan_s": t_plan, "numpy_einsum_s": t_np,
                      "numpy_dot_s": t_dot if spec == "ij,jk->ik" else None})
     if args.json:
         with open(args.json, "w") as f:

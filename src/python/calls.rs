@@ -232,6 +232,75 @@ fn einsum_new<'py>(
     for_dtype!(dtype, einsum_new_typed(py, spec, &operands, threads)).map(Some)
 }
 
+fn einsum_out_typed<'py, T: Element + numpy::Element>(
+    py: Python<'py>,
+    spec: &str,
+    operands: &[Bound<'py, PyAny>],
+    out: &Bound<'py, PyAny>,
+    (alpha, beta): (f64, f64),
+    threads: usize,
+) -> PyResult<bool> {
+    {
+        let arrays: Vec<&Bound<'py, PyUntypedArray>> = operands
+            .iter()
+            .map(|o| o.cast::<PyUntypedArray>())
+            .collect::<Result<_, _>>()?;
+        let shapes: Vec<&[usize]> = arrays.iter().map(|a| a.shape()).collect();
+        let Ok(shape) = result_shape(spec, &shapes) else {
+            return Ok(false);
+        };
+        if out.cast::<PyUntypedArray>()?.shape() != shape.as_slice() {
+            return Ok(false);
+        }
+    }
+    let ro = readonly::<T>(operands)?;
+    let Ok(mut rw) = out
+        .cast::<PyArrayDyn<T>>()
+        .map_err(|_| ())
+        .and_then(|a| a.try_readwrite().map_err(|_| ()))
+    else {
+        return Ok(false);
+    };
+    let views: Vec<ArrayViewD<'_, T>> = ro.iter().map(|r| r.as_array()).collect();
+    let mut c = rw.as_array_mut();
+    run_einsum(
+        py,
+        spec,
+        &views,
+        &mut c,
+        (T::from_parts(alpha, 0.0), T::from_parts(beta, 0.0)),
+        None,
+        threads,
+    )?;
+    Ok(true)
+}
+
+/// `out = alpha * einsum(spec, *operands) + beta * out` for real `scalars = (alpha, beta)` when every
+/// operand and `out` can be used where they are, all of one of the four element types, and
+/// `out` has the result's shape; `false` (nothing written) otherwise, and the Python layer
+/// takes the general road (promotion, casting into `out`, its checks and messages).
+#[pyfunction]
+#[pyo3(signature = (spec, operands, out, scalars, threads=0))]
+fn einsum_out<'py>(
+    py: Python<'py>,
+    spec: &str,
+    operands: Vec<Bound<'py, PyAny>>,
+    out: Bound<'py, PyAny>,
+    scalars: (f64, f64),
+    threads: usize,
+) -> PyResult<bool> {
+    let Some(dtype) = direct_dtype(&out) else {
+        return Ok(false);
+    };
+    if operands.is_empty() || !operands.iter().all(|o| direct_dtype(o) == Some(dtype)) {
+        return Ok(false);
+    }
+    for_dtype!(
+        dtype,
+        einsum_out_typed(py, spec, &operands, &out, scalars, threads)
+    )
+}
+
 /// The pairwise path for operands of these shapes: (steps in numpy's notation, numpy-style
 /// report, FLOPs of the path, FLOPs of a single loop nest, largest intermediate).
 #[pyfunction]
@@ -399,6 +468,7 @@ fn workspace_retention(bytes: Option<usize>) -> usize {
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(einsum_into, m)?)?;
     m.add_function(wrap_pyfunction!(einsum_new, m)?)?;
+    m.add_function(wrap_pyfunction!(einsum_out, m)?)?;
     m.add_function(wrap_pyfunction!(einsum_path, m)?)?;
     m.add_function(wrap_pyfunction!(output_shape, m)?)?;
     m.add_function(wrap_pyfunction!(transpose_into, m)?)?;

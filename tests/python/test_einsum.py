@@ -99,6 +99,27 @@ def test_out_alpha_beta(dtype, rng):
     assert (big[mask] == keep[mask]).all()
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_out_with_real_scalars_reversed_views_and_bad_outs(dtype, rng):
+    a, b = random(rng, (5, 4, 6), dtype), random(rng, (6, 4, 3), dtype)
+    e = np.einsum("abc,cbd->ad", a, b)
+    big = random(rng, (5, 6), dtype)
+    out = big[::-1, ::-2]
+    c0 = out.copy()
+    r = ttgt.einsum("abc,cbd->ad", a, b, out=out, alpha=3, beta=-0.5)
+    assert r is out
+    assert_close(out, 3 * e - 0.5 * c0, dtype)
+    with pytest.raises(ValueError):
+        ttgt.einsum("abc,cbd->ad", a, b, out=np.zeros((3, 5), dtype))
+    square = random(rng, (4, 4), dtype)
+    with pytest.raises((ValueError, TypeError)):
+        ttgt.einsum("ij,jk->ik", square, square, out=square)
+    frozen = np.zeros((5, 3), dtype)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError):
+        ttgt.einsum("abc,cbd->ad", a, b, out=frozen)
+
+
 def test_beta_zero_never_reads_out(rng):
     a, b = rng.standard_normal((4, 5)), rng.standard_normal((5, 3))
     out = np.full((4, 3), np.nan)

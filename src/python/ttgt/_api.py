@@ -85,6 +85,13 @@ def einsum(
         r = _ttgt.einsum_new(operands[0], operands[1:], stack[-1] if stack else 0)
         if r is not None:
             return r if r.ndim else r[()]
+    if type(out) is np.ndarray and dtype is None and isinstance(alpha, (int, float)) \
+            and isinstance(beta, (int, float)) and operands and type(operands[0]) is str \
+            and (optimize is False or optimize is True):
+        # the common call into an existing result: one dtype, arrays usable in place
+        stack = _local.stack
+        if _ttgt.einsum_out(operands[0], operands[1:], out, (alpha, beta), stack[-1] if stack else 0):
+            return out
     ops: Sequence[Any]
     if operands and type(operands[0]) is str:
         spec, ops = operands[0], operands[1:]

@@ -117,36 +117,48 @@ pub fn probed_gemm_coeffs(library: GemmLibrary, dtype: DType) -> Option<GemmCoef
     Some(c)
 }
 
-/// The probe of `library` for a real `dtype`, made once per process.
+/// The probe of `library` for a real `dtype`, made once per process (both libraries of a
+/// precision at once); later lookups read a finished cell without locking.
 fn probed_real(library: GemmLibrary, dtype: DType) -> Option<GemmCoeffs> {
-    type Entry = ((GemmLibrary, DType), Option<GemmCoeffs>);
-    static DONE: OnceLock<Mutex<Vec<Entry>>> = OnceLock::new();
-    let done = DONE.get_or_init(|| Mutex::new(Vec::new()));
-    // Held while probing: two probes at once would time each other.
-    let mut done = done.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, c)) = done.iter().find(|(key, _)| *key == (library, dtype)) {
-        return c.clone();
-    }
-    let probed: Vec<(GemmLibrary, Vec<Sample>)> = match dtype {
-        DType::F32 => time_libraries::<f32>(&[
-            (GemmLibrary::Gemm, gemm_crate::<f32>),
-            (GemmLibrary::MatrixMultiply, mm_f32),
-        ]),
-        DType::F64 => time_libraries::<f64>(&[
-            (GemmLibrary::Gemm, gemm_crate::<f64>),
-            (GemmLibrary::MatrixMultiply, mm_f64),
-        ]),
-        _ => Vec::new(),
+    /// The fits of [`PROBED_LIBRARIES`] in f32 and in f64.
+    type Fits = [Option<GemmCoeffs>; 2];
+    static CELLS: [OnceLock<Fits>; 2] = [OnceLock::new(), OnceLock::new()];
+    // Held while probing: two precisions probed at once would time each other.
+    static PROBING: Mutex<()> = Mutex::new(());
+    let lib = PROBED_LIBRARIES.iter().position(|&l| l == library)?;
+    let cell = match dtype {
+        DType::F32 => &CELLS[0],
+        DType::F64 => &CELLS[1],
+        _ => return None,
     };
-    for (lib, samples) in probed {
-        done.push(((lib, dtype), fit_probe(lib, dtype, &samples)));
+    cell.get_or_init(|| {
+        let _probing = PROBING.lock().unwrap_or_else(|p| p.into_inner());
+        if dtype == DType::F32 {
+            probe_precision::<f32>([gemm_crate::<f32>, mm_f32], dtype)
+        } else {
+            probe_precision::<f64>([gemm_crate::<f64>, mm_f64], dtype)
+        }
+    })[lib]
+        .clone()
+}
+
+/// The libraries the probe times, in the order of [`probe_precision`]'s calls.
+const PROBED_LIBRARIES: [GemmLibrary; 2] = [GemmLibrary::Gemm, GemmLibrary::MatrixMultiply];
+
+/// Times [`PROBED_LIBRARIES`] by these calls (in that order) and fits each.
+fn probe_precision<T: Copy + From<u8>>(
+    calls: [Call<T>; 2],
+    dtype: DType,
+) -> [Option<GemmCoeffs>; 2] {
+    let libs = [
+        (PROBED_LIBRARIES[0], calls[0]),
+        (PROBED_LIBRARIES[1], calls[1]),
+    ];
+    let mut fits = [None, None];
+    for (fit, (lib, samples)) in fits.iter_mut().zip(time_libraries::<T>(&libs)) {
+        *fit = fit_probe(lib, dtype, &samples);
     }
-    if !done.iter().any(|(key, _)| *key == (library, dtype)) {
-        done.push(((library, dtype), None));
-    }
-    done.iter()
-        .find(|(key, _)| *key == (library, dtype))
-        .and_then(|(_, c)| c.clone())
+    fits
 }
 
 /// Coefficients fitted to `(m, n, k, seconds)` samples with no coefficient negative (a term

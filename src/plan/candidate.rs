@@ -871,8 +871,9 @@ fn geometry(
     // call from there, not from memory; C goes to memory unless it is a block buffer that
     // stays in cache.
     let operand_bytes = |labels: &[Label]| labels.iter().map(|&l| ext(l)).product::<usize>() * es;
-    let cached = operand_bytes(&pa.kept) + operand_bytes(&pbp.kept) <= CACHED_OPERAND_BYTES;
-    let spanned = operand_bytes(&pa.kept) + operand_bytes(&pbp.kept) + pb.c.len() * es;
+    let ab_bytes = operand_bytes(&pa.kept) + operand_bytes(&pbp.kept);
+    let cached = ab_bytes <= CACHED_OPERAND_BYTES;
+    let spanned = ab_bytes + pb.c.len() * es;
     let operands = match (cached, c_resident) {
         (false, false) => OperandSource::Memory,
         (false, true) => OperandSource::Streamed,

@@ -5,6 +5,9 @@
 //! For each output index it sums, over every value of the indices absent from the output,
 //! the product of the operands at that point:
 //! `out[o] = alpha * Σ_s Π_k op_k[idx_k(o, s)] + beta * out[o]`.
+//!
+//! The half-precision types (`f16`, `bf16`) are summed in `f64` and rounded once, so the
+//! reference of a half-precision contraction is its exact value rounded to the storage type.
 
 use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
 
@@ -47,6 +50,20 @@ fn odometer(dims: &[usize], mut f: impl FnMut(&[usize])) {
 /// assert_eq!(v, 3.0 * 5.0 + 4.0 * 7.0);
 /// ```
 pub fn element<T: Element>(bound: &BoundSpec, ops: &[StridedView<'_, T>], out_idx: &[usize]) -> T {
+    if T::DTYPE.is_half() {
+        return T::from_f64(element_in(bound, ops, out_idx, |x: T| x.re()));
+    }
+    element_in(bound, ops, out_idx, |x: T| x)
+}
+
+/// [`element`] with the products and the sum computed in `W` (`f64` for the half-precision
+/// types), each operand element widened by `wide`.
+fn element_in<T: Element, W: Element>(
+    bound: &BoundSpec,
+    ops: &[StridedView<'_, T>],
+    out_idx: &[usize],
+    wide: impl Fn(T) -> W,
+) -> W {
     let labels: Vec<Label> = bound.extents().keys().copied().collect();
     // Every label of every term is a key of the bound spec's extents (bind puts it there).
     let pos = |l: Label| {
@@ -70,17 +87,17 @@ pub fn element<T: Element>(bound: &BoundSpec, ops: &[StridedView<'_, T>], out_id
     for (&l, &i) in bound.output().iter().zip(out_idx) {
         value[pos(l)] = i;
     }
-    let mut acc = T::zero();
+    let mut acc = W::zero();
     let mut idx: Vec<usize> = Vec::new();
     odometer(&sum_dims, |s| {
         for (&p, &v) in summed.iter().zip(s) {
             value[p] = v;
         }
-        let mut prod = T::one();
+        let mut prod = W::one();
         for (op, positions) in ops.iter().zip(&op_pos) {
             idx.clear();
             idx.extend(positions.iter().map(|&p| value[p]));
-            prod *= op.get(&idx);
+            prod *= wide(op.get(&idx));
         }
         acc += prod;
     });
@@ -98,6 +115,19 @@ pub fn einsum_into<T: Element>(
     out: &mut StridedViewMut<'_, T>,
 ) {
     let shape = bound.output_shape();
+    if T::DTYPE.is_half() {
+        // the exact value (in f64) rounded once
+        odometer(&shape, |o| {
+            let v = alpha.re() * element_in(bound, ops, o, |x: T| x.re());
+            let old = if beta.is_exact_zero() {
+                0.0
+            } else {
+                beta.re() * out.get(o).re()
+            };
+            out.set(o, T::from_f64(v + old));
+        });
+        return;
+    }
     odometer(&shape, |o| {
         let v = alpha * element(bound, ops, o);
         let old = if beta.is_exact_zero() {

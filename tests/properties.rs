@@ -3,7 +3,8 @@
 //! the reference engine, for random specs (all index classes, diagonals, traces, `...`
 //! broadcasting, three operands), random strided operands (steps, negative strides, padding,
 //! permuted axes, zero-stride broadcasts), strided outputs inside a bigger array, random
-//! alpha/beta (exact 0 and 1 included; NaN-filled C when beta == 0), in all four element types.
+//! alpha/beta (exact 0 and 1 included; NaN-filled C when beta == 0), in all six element types
+//! (f16 and bf16 against the exact value rounded once, within their storage roundings).
 
 mod common;
 
@@ -1011,7 +1012,7 @@ fn check_multi<T: Element>(case: &MultiCase) -> Result<(), TestCaseError> {
 }
 
 // ---------------------------------------------------------------------------------------
-// Instantiation for the four element types.
+// Instantiation for the six element types.
 
 macro_rules! properties_for {
     ($name:ident, $t:ty) => {
@@ -1073,3 +1074,5 @@ properties_for!(real_f32, f32);
 properties_for!(real_f64, f64);
 properties_for!(complex_c32, Complex32);
 properties_for!(complex_c64, Complex64);
+properties_for!(half_f16, ttgt::tensor::f16);
+properties_for!(half_bf16, ttgt::tensor::bf16);

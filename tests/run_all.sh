@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test: the Rust suite (unit, property, error-table, CLI, numpy comparison) and the
 # Python package's (pytest: numpy, opt_einsum and PySCF comparisons). Sets up what it needs:
-# a virtual environment (TTGT_VENV, default .venv) with numpy, pytest, opt_einsum, PySCF, Dask and mypy,
+# a virtual environment (TTGT_VENV, default .venv) with numpy, pytest, opt_einsum, PySCF, Dask, ml_dtypes and mypy,
 # and the package built from this checkout. Takes about 12 minutes on 2 cores from scratch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +22,7 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 py="$PWD/$venv/bin/python"
 "$py" -m pip install --quiet --upgrade pip
-"$py" -m pip install --quiet numpy pytest opt_einsum pyscf mypy "dask[array,distributed]"
+"$py" -m pip install --quiet numpy pytest opt_einsum pyscf mypy ml_dtypes "dask[array,distributed]"
 echo "== building and installing the Python package (maturin, release)"
 "$py" -m pip install --quiet .
 

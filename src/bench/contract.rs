@@ -6,8 +6,6 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use num_complex::{Complex32, Complex64};
-
 use crate::backend::cpu::GemmTimer;
 use crate::error::{Error, Result};
 use crate::model::{GemmLayout, GemmLibrary};
@@ -25,7 +23,7 @@ pub struct ContractCase {
     pub name: String,
     /// The spec for row-major operands.
     pub spec: String,
-    /// Extent of every index for 4-byte elements.
+    /// Extent of every index for 4-byte (and 2-byte) elements.
     pub extents_4: BTreeMap<char, usize>,
     /// Extent of every index for 8-byte (and larger) elements.
     pub extents_8: BTreeMap<char, usize>,
@@ -34,7 +32,8 @@ pub struct ContractCase {
 impl ContractCase {
     /// Extents for `dtype`, each multiplied by `scale` (rounded, at least 1).
     pub fn extents(&self, dtype: DType, scale: f64) -> BTreeMap<char, usize> {
-        let e = if dtype == DType::F32 {
+        // f16 and bf16 at f32's extents: their speed against f32 on the same problems
+        let e = if dtype.size_bytes() <= 4 {
             &self.extents_4
         } else {
             &self.extents_8
@@ -391,10 +390,5 @@ fn run_typed<T: Element>(case: &ContractCase, o: &ContractBenchOptions) -> Resul
 /// assert!(r.regret().unwrap() >= 0.0);
 /// ```
 pub fn bench_contract(case: &ContractCase, o: &ContractBenchOptions) -> Result<ContractResult> {
-    match o.dtype {
-        DType::F32 => run_typed::<f32>(case, o),
-        DType::F64 => run_typed::<f64>(case, o),
-        DType::C32 => run_typed::<Complex32>(case, o),
-        DType::C64 => run_typed::<Complex64>(case, o),
-    }
+    crate::with_dtype!(o.dtype, T => run_typed::<T>(case, o))
 }

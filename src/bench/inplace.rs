@@ -218,10 +218,5 @@ fn run<T: Element>(c: &InPlaceCase, o: &InPlaceBenchOptions) -> Result<InPlaceRe
 
 /// Runs one case.
 pub fn bench_inplace(c: &InPlaceCase, o: &InPlaceBenchOptions) -> Result<InPlaceResult> {
-    match o.dtype {
-        DType::F32 => run::<f32>(c, o),
-        DType::F64 => run::<f64>(c, o),
-        DType::C32 => run::<num_complex::Complex32>(c, o),
-        DType::C64 => run::<num_complex::Complex64>(c, o),
-    }
+    crate::with_dtype!(o.dtype, T => run::<T>(c, o))
 }

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
-use num_complex::{Complex32, Complex64};
 
 use crate::backend::cpu::GemmTimer;
 use crate::error::{Error, Result};
@@ -333,11 +332,6 @@ fn run_typed<T: Element>(case: &NetworkCase, o: &NetworkBenchOptions) -> Result<
 /// assert!(r.predicted_seconds <= r.flop_predicted_seconds * (1.0 + 1e-9));
 /// ```
 pub fn bench_network(case: &NetworkCase, o: &NetworkBenchOptions) -> Result<NetworkResult> {
-    let go = || match o.dtype {
-        DType::F32 => run_typed::<f32>(case, o),
-        DType::F64 => run_typed::<f64>(case, o),
-        DType::C32 => run_typed::<Complex32>(case, o),
-        DType::C64 => run_typed::<Complex64>(case, o),
-    };
+    let go = || crate::with_dtype!(o.dtype, T => run_typed::<T>(case, o));
     crate::transpose::on_threads(o.threads.max(1), go)
 }

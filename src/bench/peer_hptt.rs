@@ -46,6 +46,7 @@ pub(crate) fn hptt_seconds<T: Element>(
     let t = Instant::now();
     // SAFETY (every arm): the arm's type is the one `T::DTYPE` names.
     let r = match T::DTYPE {
+        DType::F16 | DType::BF16 => return Err(peer_error("HPTT has no 2-byte element types")),
         DType::F32 => unsafe {
             hptt::transpose_f32(
                 perm,

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use ndarray::{ArrayD, ArrayViewD, IxDyn, ShapeBuilder};
-use num_complex::{Complex32, Complex64};
 
 use super::contract::fill;
 use crate::backend::cpu::GemmTimer;
@@ -212,12 +211,7 @@ impl MachineLimits {
     pub fn measure(dtype: DType, threads: usize) -> Result<MachineLimits> {
         let n = 1536;
         let flops = (n * n * n) as f64 * dtype.flops_per_fma();
-        let gemm = match dtype {
-            DType::F32 => best_gemm::<f32>(n, threads)?,
-            DType::F64 => best_gemm::<f64>(n, threads)?,
-            DType::C32 => best_gemm::<Complex32>(n, threads)?,
-            DType::C64 => best_gemm::<Complex64>(n, threads)?,
-        };
+        let gemm = crate::with_dtype!(dtype.compute(), T => best_gemm::<T>(n, threads)?);
         let bytes = 256 << 20;
         let copy = best_copy_seconds(bytes, threads, 5)?;
         Ok(MachineLimits {
@@ -400,12 +394,8 @@ impl QcRun {
             let (r, flops, bytes) = Replay::<T>::new(c, t)?;
             Ok((Box::new(r), flops, bytes))
         }
-        let (mut replay, flops, bytes) = match case.dtype {
-            DType::F32 => boxed::<f32>(case, o.threads)?,
-            DType::F64 => boxed::<f64>(case, o.threads)?,
-            DType::C32 => boxed::<Complex32>(case, o.threads)?,
-            DType::C64 => boxed::<Complex64>(case, o.threads)?,
-        };
+        let (mut replay, flops, bytes) =
+            crate::with_dtype!(case.dtype, T => boxed::<T>(case, o.threads)?);
         clear_plan_caches();
         let first_seconds = replay.calls(1)?;
         let once = replay.calls(1)?.max(1e-8);

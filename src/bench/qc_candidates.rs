@@ -12,9 +12,8 @@ use super::contract::{fill, TimedCandidate};
 use super::qc::QcCase;
 use crate::error::{Error, Result};
 use crate::plan::PlanOptions;
-use crate::tensor::{DType, Element, Layout, StridedView, StridedViewMut};
+use crate::tensor::{Element, Layout, StridedView, StridedViewMut};
 use crate::ContractionPlan;
-use num_complex::{Complex32, Complex64};
 
 /// Seconds of calls one timed batch holds at least (short calls are timed in batches).
 const BATCH_SECONDS: f64 = 1e-3;
@@ -37,12 +36,7 @@ pub fn qc_candidates(
     max: usize,
     repeat: usize,
 ) -> Result<Option<Vec<TimedCandidate>>> {
-    match case.dtype {
-        DType::F32 => typed::<f32>(case, threads, max, repeat),
-        DType::F64 => typed::<f64>(case, threads, max, repeat),
-        DType::C32 => typed::<Complex32>(case, threads, max, repeat),
-        DType::C64 => typed::<Complex64>(case, threads, max, repeat),
-    }
+    crate::with_dtype!(case.dtype, T => typed::<T>(case, threads, max, repeat))
 }
 
 fn typed<T: Element>(

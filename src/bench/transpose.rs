@@ -137,7 +137,7 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
             1,
         ));
         #[cfg(feature = "hptt")]
-        {
+        if !T::DTYPE.is_half() {
             peer = peer.min(super::peer_hptt::hptt_seconds(
                 &case.perm,
                 &case.sizes,
@@ -151,7 +151,7 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
     }
     // B now holds HPTT's last result.
     #[cfg(feature = "hptt")]
-    if beta.is_exact_zero() {
+    if beta.is_exact_zero() && !T::DTYPE.is_half() {
         super::peer_hptt::check(
             &case.perm,
             &case.sizes,
@@ -161,7 +161,7 @@ fn run<T: Element>(case: &TransposeCase, o: &TransposeBenchOptions) -> Result<Tr
         )?;
     }
     #[cfg(feature = "hptt")]
-    let hptt_seconds = Some(peer);
+    let hptt_seconds = peer.is_finite().then_some(peer);
     #[cfg(not(feature = "hptt"))]
     let hptt_seconds = None;
     let samples = super::Samples::of(&times);
@@ -193,10 +193,5 @@ pub fn bench_transpose(case: &TransposeCase, o: &TransposeBenchOptions) -> Resul
     // Plans follow this machine's host rules, which loading its profile sets: load it before
     // the first plan (the first case of a run planned under the built-in rules before).
     crate::model::profile::ensure_loaded();
-    match o.dtype {
-        DType::F32 => run::<f32>(case, o),
-        DType::F64 => run::<f64>(case, o),
-        DType::C32 => run::<num_complex::Complex32>(case, o),
-        DType::C64 => run::<num_complex::Complex64>(case, o),
-    }
+    crate::with_dtype!(o.dtype, T => run::<T>(case, o))
 }

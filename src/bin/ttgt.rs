@@ -66,7 +66,8 @@ Exit status: 0 success, 1 a --check found a wrong result, 2 bad input or usage,
 101 internal error.";
 
 const CONTRACT_EXAMPLES: &str = "\
-File mode (operands from .npy files; f32, f64, complex64, complex128; C or Fortran order):
+File mode (operands from .npy files; float16, bfloat16, f32, f64, complex64, complex128; C or
+Fortran order; bfloat16 as numpy saves an ml_dtypes.bfloat16 array, descriptor '<V2'):
   ttgt contract 'ij,jk->ik' A.npy B.npy -o C.npy
   ttgt contract 'ii' M.npy                          (trace, printed to stdout)
   ttgt contract 'bij,bjk->bik' A.npy B.npy -o C.npy --alpha 2 --beta 0.5 --c C0.npy
@@ -86,7 +87,8 @@ Random mode (--sizes: random operands, timed; every index letter needs a size):
   reported with GFLOP/s and the step breakdown (prepare, pack A, pack B, GEMM, write C).
   --json prints one line with the keys spec, explicit_spec, dtype, sizes, repeat, threads,
   seconds, gflops, flops, prepare_seconds, pack_a_seconds, pack_b_seconds, gemm_seconds,
-  write_c_seconds, transpose_seconds (pack A + pack B + write C), gemm_shape, copies,
+  write_c_seconds, convert_seconds (f16/bf16: widening to f32 and rounding the result),
+  transpose_seconds (pack A + pack B + write C + convert), gemm_shape, copies,
   workspace_bytes, check (ok, failed or null), check_elements, check_max_rel_err and
   explain (the plan text with --explain, else null).
 
@@ -156,7 +158,8 @@ pub struct ContractArgs {
     #[arg(long, value_name = "a=N,b=M,...")]
     pub sizes: Option<String>,
 
-    /// Random mode: element type, f32, f64, c32 (complex64) or c64 (complex128). Default f64.
+    /// Random mode: element type, f16, bf16, f32, f64, c32 (complex64) or c64 (complex128);
+    /// f16 and bf16 are computed in f32 and rounded once. Default f64.
     #[arg(long, value_name = "TYPE")]
     pub dtype: Option<String>,
 

@@ -250,7 +250,7 @@ pub struct GemmCoeffs {
 /// [`GemmLibrary::ALL`]) on a tie. Elsewhere the libraries are rated alike.
 pub(super) fn nominal_gflops(library: GemmLibrary, dtype: DType) -> f64 {
     let base = match dtype {
-        DType::F32 | DType::C32 => 60.0,
+        DType::F32 | DType::C32 | DType::F16 | DType::BF16 => 60.0,
         DType::F64 | DType::C64 => 30.0,
     };
     if library == GemmLibrary::Gemm && cpu_has_avx512f() {

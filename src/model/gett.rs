@@ -51,7 +51,7 @@ pub fn gett_blocking(dtype: DType) -> GettBlocking {
             kc: DEPTH_BLOCK,
             nc: 4080,
         },
-        DType::C32 | DType::C64 => GettBlocking {
+        DType::C32 | DType::C64 | DType::F16 | DType::BF16 => GettBlocking {
             mr: 4,
             nr: 4,
             mc: 64,

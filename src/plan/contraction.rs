@@ -7,6 +7,7 @@ use super::loops::{loops_alone, loops_candidate};
 use super::options::{Epilogue, PlanOptions};
 use super::prepare::{prepare, OperandPrep};
 use super::refine::{Pick, Refinement};
+use super::storage::{f32_image, HalfStorage};
 use crate::einsum::{parse, BoundSpec, Contraction, IndexKind, Label};
 use crate::error::{Error, Result};
 use crate::model::{gemm_coeffs, profile_for};
@@ -41,6 +42,9 @@ pub struct ContractionPlan {
     pub(crate) best_excluded: Option<Candidate>,
     pub(crate) measured: Vec<Option<f64>>,
     pub(crate) refine: Refinement,
+    /// For `f16`/`bf16` operands: the caller's layouts and the conversions around the `f32`
+    /// plan this is (whose `dtype`, `inputs` and `c` are the images').
+    pub(crate) storage: Option<Box<HalfStorage>>,
 }
 
 impl ContractionPlan {
@@ -100,6 +104,12 @@ impl ContractionPlan {
         if options.threads == Some(0) {
             return Err(Error::Unsupported("threads must be at least 1".into()));
         }
+        if dtype.is_half() {
+            let images: Vec<Layout> = inputs.iter().map(f32_image).collect::<Result<_>>()?;
+            let mut plan = Self::with_options(spec, &images, &f32_image(c)?, DType::F32, options)?;
+            plan.storage = Some(Box::new(HalfStorage::new(dtype, inputs, c, plan.threads)));
+            return Ok(plan);
+        }
         let preps: Vec<OperandPrep> = inputs
             .iter()
             .enumerate()
@@ -118,6 +128,7 @@ impl ContractionPlan {
             best_excluded: None,
             measured: Vec::new(),
             refine: Refinement::default(),
+            storage: None,
             preps,
             bound,
             contraction,
@@ -166,9 +177,29 @@ impl ContractionPlan {
         &self.contraction
     }
 
-    /// Element type the plan was made for.
+    /// Element type the plan was made for (the type its operands are stored in).
+    ///
+    /// ```
+    /// use ttgt::{ContractionPlan, DType, Layout};
+    /// let r = |d: &[usize]| Layout::row_major(d).unwrap();
+    /// let p = ContractionPlan::new("ij,jk->ik", &[r(&[3, 4]), r(&[4, 5])], &r(&[3, 5]), DType::BF16).unwrap();
+    /// assert_eq!((p.dtype(), p.compute_dtype()), (DType::BF16, DType::F32));
+    /// ```
     pub fn dtype(&self) -> DType {
+        self.storage.as_ref().map_or(self.dtype, |s| s.dtype)
+    }
+
+    /// Element type the plan computes and accumulates in: `f32` for `f16`/`bf16` operands
+    /// (widened before the contraction, the result rounded once), the operands' type
+    /// otherwise.
+    pub fn compute_dtype(&self) -> DType {
         self.dtype
+    }
+
+    /// Predicted seconds of the conversions of a half-precision plan (0 for other types):
+    /// widening the inputs to `f32` and rounding the result into C.
+    pub fn conversion_seconds(&self) -> f64 {
+        self.storage.as_ref().map_or(0.0, |s| s.seconds())
     }
 
     /// The options the plan was made with.
@@ -276,6 +307,12 @@ impl ContractionPlan {
     /// Predicted seconds of one execution of the chosen candidate (the one-sided sums and
     /// the transposition for one-operand specs are priced by the copy bandwidth).
     pub fn predicted_seconds(&self) -> f64 {
+        self.conversion_seconds() + self.compute_seconds()
+    }
+
+    /// [`ContractionPlan::predicted_seconds`] without the conversions of a half-precision
+    /// plan.
+    fn compute_seconds(&self) -> f64 {
         match self.chosen() {
             Some(c) => c.predicted.total(),
             None => {

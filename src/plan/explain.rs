@@ -54,12 +54,27 @@ pub(crate) fn explain(plan: &ContractionPlan, times: Option<&StepTimes>) -> Stri
         s,
         "plan for {} ({}, {} thread{}), {:.3} GFLOP",
         plan.bound.spec(),
-        plan.dtype,
+        match &plan.storage {
+            Some(st) => format!("{} stored, computed in {}", st.dtype, plan.dtype),
+            None => plan.dtype.to_string(),
+        },
         threads,
         if threads == 1 { "" } else { "s" },
         plan.flops() / 1e9
     );
     operand_steps(plan, &mut s);
+    if let Some(st) = &plan.storage {
+        let _ = writeln!(
+            s,
+            "  convert: inputs widened to {} images, result rounded to {} (predicted {})",
+            plan.dtype,
+            st.dtype,
+            ms(st.seconds())
+        );
+        if let Some(t) = times {
+            let _ = writeln!(s, "  convert measured {}", ms(t.convert.as_secs_f64()));
+        }
+    }
     let Some(c) = plan.chosen() else {
         let _ = writeln!(
             s,
@@ -183,7 +198,7 @@ pub(crate) fn explain(plan: &ContractionPlan, times: Option<&StepTimes>) -> Stri
             times.and_then(|t| secs(t.write_c)),
             &format!(
                 "(per block, from a {} KiB buffer in cache)",
-                (t.block_len * plan.dtype().size_bytes()).div_ceil(1024)
+                (t.block_len * plan.dtype.size_bytes()).div_ceil(1024)
             ),
         ),
         (_, Some(ip), None) => row(
@@ -214,13 +229,13 @@ pub(crate) fn explain(plan: &ContractionPlan, times: Option<&StepTimes>) -> Stri
     row(
         &mut s,
         "total",
-        Some(p.total()),
+        Some(p.total() + plan.conversion_seconds()),
         times.map(|t| t.total().as_secs_f64()),
         "",
     );
     let _ = writeln!(s, "  workspace {} bytes", c.workspace_bytes);
     if !plan.gemm_model_calibrated() {
-        let probed = crate::model::probed_gemm_coeffs(c.library, plan.dtype()).is_some();
+        let probed = crate::model::probed_gemm_coeffs(c.library, plan.dtype).is_some();
         let _ = writeln!(
             s,
             "{}",

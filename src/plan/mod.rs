@@ -19,6 +19,7 @@ mod path_time;
 mod prepare;
 mod refine;
 mod slicing;
+mod storage;
 
 pub use cache::{
     better_on_one_thread, cached_contraction_plan, cached_path, clear_plan_caches,

@@ -9,15 +9,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::tensor::DType;
 
-/// The element type for numpy's type character (`dtype.char`): `f`, `d`, `F`, `D`.
+/// The element type for numpy's type character (`dtype.char`): `f`, `d`, `F`, `D`, `e`
+/// (float16) and `E` (`ml_dtypes.bfloat16`).
 pub(crate) fn dtype_of(code: &str) -> PyResult<DType> {
     match code {
+        "e" => Ok(DType::F16),
+        "E" => Ok(DType::BF16),
         "f" => Ok(DType::F32),
         "d" => Ok(DType::F64),
         "F" => Ok(DType::C32),
         "D" => Ok(DType::C64),
         _ => Err(PyTypeError::new_err(format!(
-            "ttgt computes in float32, float64, complex64 and complex128, not dtype char {code:?}"
+            "ttgt computes in float16, bfloat16, float32, float64, complex64 and complex128, not dtype char {code:?}"
         ))),
     }
 }

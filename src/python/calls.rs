@@ -20,12 +20,7 @@ use crate::threads::with_threads;
 /// Runs `$f::<T>(args)` for the element type `T` of a [`DType`].
 macro_rules! for_dtype {
     ($dtype:expr, $f:ident($($arg:expr),* $(,)?)) => {
-        match $dtype {
-            DType::F32 => $f::<f32>($($arg),*),
-            DType::F64 => $f::<f64>($($arg),*),
-            DType::C32 => $f::<num_complex::Complex32>($($arg),*),
-            DType::C64 => $f::<num_complex::Complex64>($($arg),*),
-        }
+        $crate::with_dtype!($dtype, T => $f::<T>($($arg),*))
     };
 }
 pub(crate) use for_dtype;
@@ -148,6 +143,8 @@ fn direct_dtype(a: &Bound<'_, PyAny>) -> Option<DType> {
         b'd' => DType::F64,
         b'F' => DType::C32,
         b'D' => DType::C64,
+        b'e' => DType::F16,
+        b'E' => DType::BF16,
         _ => return None,
     };
     let size = dtype.size_bytes() as isize;
@@ -210,7 +207,7 @@ fn einsum_new_typed<'py, T: Element + numpy::Element>(
 }
 
 /// `einsum(spec, *operands)` into a new C-ordered array when every operand can be used
-/// where it is and all share one of the four element types; `None` otherwise (the Python
+/// where it is and all share one of the six element types; `None` otherwise (the Python
 /// layer then takes the general road: promotion, copies, numpy for other dtypes).
 #[pyfunction]
 #[pyo3(signature = (spec, operands, threads=0))]
@@ -276,7 +273,7 @@ fn einsum_out_typed<'py, T: Element + numpy::Element>(
 }
 
 /// `out = alpha * einsum(spec, *operands) + beta * out` for real `scalars = (alpha, beta)` when every
-/// operand and `out` can be used where they are, all of one of the four element types, and
+/// operand and `out` can be used where they are, all of one of the six element types, and
 /// `out` has the result's shape; `false` (nothing written) otherwise, and the Python layer
 /// takes the general road (promotion, casting into `out`, its checks and messages).
 #[pyfunction]

@@ -11,12 +11,14 @@ use super::arrays::{dtype_of, readonly, scalar, writable, Flight};
 use super::calls::path_options;
 use super::to_py;
 use crate::plan::PathOptions;
-use crate::tensor::{DType, Element};
+use crate::tensor::{bf16, f16, DType, Element};
 use crate::threads::with_threads;
 use crate::EinsumExpression;
 
 /// The expression for the dtype it was made for.
 enum Typed {
+    F16(EinsumExpression<f16>),
+    BF16(EinsumExpression<bf16>),
     F32(EinsumExpression<f32>),
     F64(EinsumExpression<f64>),
     C32(EinsumExpression<Complex32>),
@@ -44,6 +46,8 @@ macro_rules! held {
         }
     };
 }
+held!(f16, F16);
+held!(bf16, BF16);
 held!(f32, F32);
 held!(f64, F64);
 held!(Complex32, C32);
@@ -137,6 +141,8 @@ impl Expression {
             &constants[..],
         );
         let typed = match dtype {
+            DType::F16 => build::<f16>(a.0, a.1, a.2, a.3, a.4, &options, threads),
+            DType::BF16 => build::<bf16>(a.0, a.1, a.2, a.3, a.4, &options, threads),
             DType::F32 => build::<f32>(a.0, a.1, a.2, a.3, a.4, &options, threads),
             DType::F64 => build::<f64>(a.0, a.1, a.2, a.3, a.4, &options, threads),
             DType::C32 => build::<Complex32>(a.0, a.1, a.2, a.3, a.4, &options, threads),
@@ -161,6 +167,8 @@ impl Expression {
     ) -> PyResult<()> {
         let ab = (alpha, beta);
         match self.dtype {
+            DType::F16 => run::<f16>(self, py, &operands, &out, ab),
+            DType::BF16 => run::<bf16>(self, py, &operands, &out, ab),
             DType::F32 => run::<f32>(self, py, &operands, &out, ab),
             DType::F64 => run::<f64>(self, py, &operands, &out, ab),
             DType::C32 => run::<Complex32>(self, py, &operands, &out, ab),
@@ -171,6 +179,8 @@ impl Expression {
     /// The path (with each step's predicted time) as text.
     fn explain(&self) -> String {
         let (path, pre) = match &self.typed {
+            Typed::F16(e) => (e.path().to_string(), e.precomputed_steps()),
+            Typed::BF16(e) => (e.path().to_string(), e.precomputed_steps()),
             Typed::F32(e) => (e.path().to_string(), e.precomputed_steps()),
             Typed::F64(e) => (e.path().to_string(), e.precomputed_steps()),
             Typed::C32(e) => (e.path().to_string(), e.precomputed_steps()),
@@ -183,6 +193,8 @@ impl Expression {
     #[getter]
     fn shape(&self) -> Vec<usize> {
         match &self.typed {
+            Typed::F16(e) => e.shape().to_vec(),
+            Typed::BF16(e) => e.shape().to_vec(),
             Typed::F32(e) => e.shape().to_vec(),
             Typed::F64(e) => e.shape().to_vec(),
             Typed::C32(e) => e.shape().to_vec(),
@@ -194,6 +206,8 @@ impl Expression {
     #[getter]
     fn precomputed_steps(&self) -> usize {
         match &self.typed {
+            Typed::F16(e) => e.precomputed_steps(),
+            Typed::BF16(e) => e.precomputed_steps(),
             Typed::F32(e) => e.precomputed_steps(),
             Typed::F64(e) => e.precomputed_steps(),
             Typed::C32(e) => e.precomputed_steps(),

@@ -5,7 +5,7 @@
 //! The Python package (`src/python/ttgt/`) does everything numpy-facing around these calls:
 //! argument forms, dtype promotion, `out` allocation, copies of the arrays that cannot be
 //! viewed in place (misaligned, byte-swapped, strides that are not whole elements). Every
-//! array reaching this module has one of the four element types, native byte order and
+//! array reaching this module has one of the six element types, native byte order and
 //! element-aligned strides; anything else is a `TypeError`/`ValueError`, never a panic.
 
 mod arrays;

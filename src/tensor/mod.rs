@@ -13,7 +13,7 @@ pub use alloc::{
     CHECK_AVAILABLE_MIN_BYTES,
 };
 pub(crate) use alloc::{zeroed, zeroed_aligned};
-pub use element::{DType, Element};
+pub use element::{bf16, f16, Complex32, Complex64, DType, Element};
 pub(crate) use layout::spans_overlap;
 pub use layout::{check_permutation, Layout};
 pub use view::{StridedView, StridedViewMut};

@@ -8,6 +8,7 @@
 //! `perm[i] = j` means axis `i` of B is axis `j` of A (numpy's `transpose(axes)`).
 
 mod cache;
+mod convert;
 pub mod inplace;
 mod kernel;
 mod plan;
@@ -18,6 +19,7 @@ mod strided;
 
 pub(crate) use crate::threads::{on_threads, wakes_threads};
 pub use cache::{cached_plan, clear_plan_cache, transpose, PLAN_CACHE_CAPACITY};
+pub use convert::{narrow_from_f32, widen_to_f32, CONVERT_PARALLEL_MIN_ELEMENTS};
 pub(crate) use kernel::streaming_copy;
 pub use kernel::Isa;
 pub use plan::{

@@ -9,7 +9,7 @@ use crate::tensor::{Element, Layout, StridedView, StridedViewMut};
 
 /// Axis order for the walk: outermost first, innermost (smallest destination stride) last.
 /// Size-1 axes are dropped.
-fn walk_order(dst: &Layout) -> Vec<usize> {
+pub(super) fn walk_order(dst: &Layout) -> Vec<usize> {
     let mut axes: Vec<usize> = (0..dst.ndim()).filter(|&i| dst.dims()[i] != 1).collect();
     axes.sort_by_key(|&i| std::cmp::Reverse(dst.strides()[i].unsigned_abs()));
     axes
@@ -17,7 +17,7 @@ fn walk_order(dst: &Layout) -> Vec<usize> {
 
 /// Calls `row(off_src, off_dst)` for the start of every innermost row of the walk over `dims`,
 /// and returns the innermost extent and strides `(n, src_stride, dst_stride)` first.
-fn for_each_row(
+pub(super) fn for_each_row(
     dims: &[usize],
     src: &[isize],
     dst: &[isize],
@@ -68,7 +68,7 @@ fn inner_of(
     }
 }
 
-fn check_dims(src: &Layout, dst: &Layout) -> Result<()> {
+pub(super) fn check_dims(src: &Layout, dst: &Layout) -> Result<()> {
     if src.dims() != dst.dims() {
         return Err(Error::Layout(format!(
             "extents differ: source {:?}, destination {:?}",

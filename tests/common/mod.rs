@@ -61,10 +61,10 @@ pub fn nan<T: Element>() -> T {
     T::from_parts(f64::NAN, f64::NAN)
 }
 
-/// Machine epsilon of the element type's real part.
+/// Machine epsilon of the type the element type computes in (`f32` for `f16` and `bf16`).
 pub fn eps<T: Element>() -> f64 {
     match T::DTYPE {
-        DType::F32 | DType::C32 => f32::EPSILON as f64,
+        DType::F32 | DType::C32 | DType::F16 | DType::BF16 => f32::EPSILON as f64,
         _ => f64::EPSILON,
     }
 }
@@ -253,10 +253,22 @@ impl Built {
 
 /// Element-wise error bounds for `alpha * einsum(spec, ops) + beta * C`: the reference run
 /// on absolute values bounds the sum of the magnitudes of the terms of every output element.
+///
+/// A sum of `n` products accumulated in a type of epsilon `eps` errs by at most about
+/// `n * eps` times the sum of the magnitudes of its terms; `16 * eps * (n + 8)` leaves room
+/// for blocked sums and the scaling by alpha and beta. The half-precision types add their
+/// storage roundings: the result rounded once (and, for three or more operands, each
+/// intermediate), the expected value `alpha * want + beta * C0` computed in the storage type
+/// by the test: `8 * u` of the same magnitude, `u` the storage type's unit roundoff, and
+/// 4 units of the spacing of the subnormal numbers, which no relative bound covers.
 pub struct Tol {
     pub absref: ArrayD<f64>,
     pub nsum: f64,
     pub eps: f64,
+    /// Unit roundoff of a half-precision storage type (0 for the others).
+    pub round: f64,
+    /// Spacing of the subnormal numbers of a half-precision storage type (0 for the others).
+    pub tiny: f64,
 }
 
 impl Tol {
@@ -278,12 +290,22 @@ impl Tol {
             absref,
             nsum,
             eps: eps::<T>(),
+            round: if T::DTYPE.is_half() {
+                T::DTYPE.unit_roundoff()
+            } else {
+                0.0
+            },
+            tiny: match T::DTYPE {
+                DType::F16 => 2f64.powi(-24),
+                DType::BF16 => 2f64.powi(-133),
+                _ => 0.0,
+            },
         }
     }
 
     /// Allowed absolute error for an element whose terms sum (in magnitude) to `scale`.
     pub fn allowed(&self, scale: f64) -> f64 {
-        16.0 * self.eps * (self.nsum + 8.0) * scale
+        (16.0 * self.eps * (self.nsum + 8.0) + 8.0 * self.round) * scale + 4.0 * self.tiny
     }
 }
 

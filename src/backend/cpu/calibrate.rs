@@ -156,7 +156,10 @@ pub fn time_gemm_in(
 ) -> Result<f64> {
     let s = shape;
     match dtype {
-        DType::F32 => time_typed::<f32>(library, s, layout, threads, repeat),
+        // The half types compute in f32: their GEMMs are f32 GEMMs.
+        DType::F32 | DType::F16 | DType::BF16 => {
+            time_typed::<f32>(library, s, layout, threads, repeat)
+        }
         DType::F64 => time_typed::<f64>(library, s, layout, threads, repeat),
         DType::C32 => time_typed::<Complex32>(library, s, layout, threads, repeat),
         DType::C64 => time_typed::<Complex64>(library, s, layout, threads, repeat),
@@ -223,7 +226,9 @@ fn time_shapes_in(
     threads: usize,
 ) -> Result<Vec<(f64, f64)>> {
     match dtype {
-        DType::F32 => time_shapes_typed::<f32>(library, shapes, layout, threads),
+        DType::F32 | DType::F16 | DType::BF16 => {
+            time_shapes_typed::<f32>(library, shapes, layout, threads)
+        }
         DType::F64 => time_shapes_typed::<f64>(library, shapes, layout, threads),
         DType::C32 => time_shapes_typed::<Complex32>(library, shapes, layout, threads),
         DType::C64 => time_shapes_typed::<Complex64>(library, shapes, layout, threads),

@@ -35,17 +35,19 @@ pub struct StepTimes {
     pub gemm: Duration,
     /// Writing the result into C (`alpha * T + beta * C`), or the whole unary operation.
     pub write_c: Duration,
+    /// Half-precision operands: widening the inputs to `f32` and rounding the result.
+    pub convert: Duration,
 }
 
 impl StepTimes {
     /// Sum of all steps.
     pub fn total(&self) -> Duration {
-        self.prepare + self.pack_a + self.pack_b + self.gemm + self.write_c
+        self.prepare + self.pack_a + self.pack_b + self.gemm + self.write_c + self.convert
     }
 
     /// Time spent moving data (packing A and B, writing C).
     pub fn transpose(&self) -> Duration {
-        self.pack_a + self.pack_b + self.write_c
+        self.pack_a + self.pack_b + self.write_c + self.convert
     }
 }
 
@@ -157,7 +159,10 @@ impl ContractionPlan {
     ) -> Result<StepTimes> {
         self.check_operands(inputs, c)?;
         let pick = self.pick();
-        let run = self.execute_candidate(pick.index, alpha, inputs, beta, c);
+        let run = match &self.storage {
+            Some(_) => self.execute_half(pick.index, alpha, inputs, beta, c),
+            None => self.execute_candidate(pick.index, alpha, inputs, beta, c),
+        };
         if pick.timed {
             let secs = run.as_ref().ok().map(|t| t.total().as_secs_f64());
             self.record(pick.index, secs);
@@ -167,7 +172,7 @@ impl ContractionPlan {
 
     /// One execution with candidate `index` (the operands checked by the caller); the
     /// one-operand path when the plan has no candidates.
-    fn execute_candidate<T: Element>(
+    pub(super) fn execute_candidate<T: Element>(
         &self,
         index: usize,
         alpha: T,
@@ -496,21 +501,26 @@ impl ContractionPlan {
         inputs: &[StridedView<'_, T>],
         c: &StridedViewMut<'_, T>,
     ) -> Result<()> {
-        if T::DTYPE != self.dtype {
+        if T::DTYPE != self.dtype() {
             return Err(Error::PlanMismatch(format!(
                 "plan made for {}, executed with {}",
-                self.dtype,
+                self.dtype(),
                 T::DTYPE
             )));
         }
-        if inputs.len() != self.inputs.len() {
+        // A half-precision plan checks the caller's layouts, not its f32 images'.
+        let (planned, planned_c) = match &self.storage {
+            Some(st) => (&st.inputs, &st.c),
+            None => (&self.inputs, &self.c),
+        };
+        if inputs.len() != planned.len() {
             return Err(Error::OperandCount {
                 spec: self.bound.spec().text().to_string(),
-                expected: self.inputs.len(),
+                expected: planned.len(),
                 given: inputs.len(),
             });
         }
-        for (k, (v, l)) in inputs.iter().zip(&self.inputs).enumerate() {
+        for (k, (v, l)) in inputs.iter().zip(planned).enumerate() {
             if v.layout() != l {
                 return Err(Error::PlanMismatch(format!(
                     "operand {k} has extents {:?} / strides {:?}, the plan was made for {:?} / {:?}",
@@ -526,13 +536,13 @@ impl ContractionPlan {
                 });
             }
         }
-        if c.layout() != &self.c {
+        if c.layout() != planned_c {
             return Err(Error::PlanMismatch(format!(
                 "output has extents {:?} / strides {:?}, the plan was made for {:?} / {:?}",
                 c.layout().dims(),
                 c.layout().strides(),
-                self.c.dims(),
-                self.c.strides()
+                planned_c.dims(),
+                planned_c.strides()
             )));
         }
         Ok(())

@@ -6,6 +6,7 @@ mod calibrate;
 mod execute;
 mod gemm;
 pub(crate) mod gett;
+mod half;
 mod loops;
 
 pub use calibrate::{

@@ -130,6 +130,7 @@ impl<'d> TransposeBench<'d> {
         schema: Option<Schema>,
     ) -> Result<TransposeResult> {
         match dtype {
+            DType::F16 | DType::BF16 => Err(Error::Unsupported(format!("{dtype} on the GPU"))),
             DType::F32 => self.typed::<f32>(case, repeat, beta, schema),
             DType::F64 => self.typed::<f64>(case, repeat, beta, schema),
             DType::C32 => self.typed::<Complex32>(case, repeat, beta, schema),
@@ -423,6 +424,7 @@ pub fn bench_contract_candidates(
 ) -> Result<ContractResult> {
     let m = max_candidates;
     match dtype {
+        DType::F16 | DType::BF16 => Err(Error::Unsupported(format!("{dtype} on the GPU"))),
         DType::F32 => contract_typed::<f32>(dev, spec, sa, sb, repeat, m),
         DType::F64 => contract_typed::<f64>(dev, spec, sa, sb, repeat, m),
         DType::C32 => contract_typed::<Complex32>(dev, spec, sa, sb, repeat, m),

@@ -70,6 +70,18 @@ unsafe impl DeviceRepr for ArgC32 {}
 // SAFETY: as above.
 unsafe impl DeviceRepr for ArgC64 {}
 
+/// Refuses the element types the GPU kernels are not written for (`f16`, `bf16`): no device
+/// tensor of them exists, so no kernel or cuBLAS call sees them.
+fn gpu_element<T: Element>() -> Result<()> {
+    if T::DTYPE.is_half() {
+        return Err(Error::Unsupported(format!(
+            "{} tensors on the GPU: the CUDA backend computes f32, f64, c32 and c64",
+            T::DTYPE
+        )));
+    }
+    Ok(())
+}
+
 /// A scalar of the kernel's element type.
 #[derive(Clone, Copy, Debug)]
 enum ScalarArg {
@@ -84,7 +96,8 @@ impl ScalarArg {
         let same = kernel == T::DTYPE;
         let (re, im) = if same { (v.re(), v.im()) } else { (0.0, 0.0) };
         match kernel {
-            DType::F32 => ScalarArg::F32(re as f32),
+            // no f16/bf16 kernel runs (`gpu_element`); their scalars would be f32
+            DType::F32 | DType::F16 | DType::BF16 => ScalarArg::F32(re as f32),
             DType::F64 => ScalarArg::F64(re),
             DType::C32 => ScalarArg::C32(ArgC32([re as f32, im as f32])),
             DType::C64 => ScalarArg::C64(ArgC64([re, im])),
@@ -608,6 +621,7 @@ impl Device {
         &self,
         a: &ArrayBase<S, D>,
     ) -> Result<DeviceTensor<T>> {
+        gpu_element::<T>()?;
         let layout = Layout::row_major(a.shape())?;
         // A row-major contiguous array goes as it is; any other is gathered in logical order.
         let gathered: Vec<T>;
@@ -640,6 +654,7 @@ impl Device {
     /// # }
     /// ```
     pub fn zeros<T: Element>(&self, shape: &[usize]) -> Result<DeviceTensor<T>> {
+        gpu_element::<T>()?;
         let layout = Layout::row_major(shape)?;
         let buf = self
             .stream
@@ -1074,6 +1089,9 @@ impl Device {
                 } else {
                     real!(f64)
                 }
+            }
+            DType::F16 | DType::BF16 => {
+                return Err(Error::Unsupported(format!("{} GEMMs on the GPU", T::DTYPE)));
             }
             DType::C32 | DType::C64 => {
                 let (px, _gx) = x.device_ptr(&self.stream);

@@ -71,7 +71,7 @@ pub struct InplaceArgs {
     /// Seed of the random cases.
     #[arg(long, value_name = "S", default_value_t = 42)]
     pub seed: u64,
-    /// Element type: f32, f64, c32 or c64.
+    /// Element type: f16, bf16, f32, f64, c32 or c64 (f16 and bf16 computed in f32).
     #[arg(long, value_name = "TYPE", default_value = "f64")]
     pub dtype: String,
     /// Threads for the transposition and both references (default: all cores).
@@ -188,7 +188,7 @@ pub struct TransposeArgs {
     /// Extent of every dimension for --all-perms.
     #[arg(long, value_name = "N", default_value_t = 16)]
     pub extent: usize,
-    /// Element type: f32, f64, c32 or c64.
+    /// Element type: f16, bf16, f32, f64, c32 or c64 (f16 and bf16 computed in f32).
     #[arg(long, value_name = "TYPE", default_value = "f32")]
     pub dtype: String,
     /// Threads for the transposition and for the copy reference (default: all cores).

@@ -37,8 +37,8 @@ pub struct ContractBenchArgs {
     /// python3; the numpy column is left out when it cannot import numpy).
     #[arg(long, value_name = "PATH")]
     pub python: Option<String>,
-    /// Element type: f32, f64, c32 or c64 (f32 uses the table's 4-byte extents, the others
-    /// its 8-byte ones).
+    /// Element type: f16, bf16, f32, f64, c32 or c64 (f32, f16 and bf16 use the table's
+    /// 4-byte extents, the others its 8-byte ones; f16 and bf16 are computed in f32).
     #[arg(long, value_name = "TYPE", default_value = "f64")]
     pub dtype: String,
     /// Threads for the contraction and the reference GEMM (default: all cores).

@@ -16,7 +16,7 @@ use crate::{say, say_record};
 /// Arguments of `ttgt bench networks`.
 #[derive(Args, Debug)]
 pub struct NetworkBenchArgs {
-    /// Element type: f32, f64, c32 or c64.
+    /// Element type: f16, bf16, f32, f64, c32 or c64 (f16 and bf16 computed in f32).
     #[arg(long, value_name = "TYPE", default_value = "f64")]
     pub dtype: String,
     /// Threads for the contractions and the reference GEMMs (default: all cores).

@@ -102,12 +102,7 @@ impl Drop for Peer {
 }
 
 fn numpy_dtype(d: ttgt::DType) -> &'static str {
-    match d {
-        ttgt::DType::F32 => "float32",
-        ttgt::DType::F64 => "float64",
-        ttgt::DType::C32 => "complex64",
-        ttgt::DType::C64 => "complex128",
-    }
+    d.numpy_name()
 }
 
 /// The identity of a call, shared by runs that make the same one.

@@ -124,6 +124,8 @@ fn show((re, im): (f64, f64)) -> String {
 /// Relative tolerance of `--check` for an element type.
 pub fn tolerance(dtype: DType) -> f64 {
     match dtype {
+        DType::F16 => 4e-3,
+        DType::BF16 => 3e-2,
         DType::F32 | DType::C32 => 1e-3,
         DType::F64 | DType::C64 => 1e-10,
     }

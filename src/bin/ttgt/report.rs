@@ -86,10 +86,13 @@ impl RunReport {
             ("pack B", t.pack_b),
             ("GEMM", t.gemm),
             ("write C", t.write_c),
+            ("convert", t.convert),
             ("other", other),
         ];
         let parts: Vec<String> = steps
             .iter()
+            // the conversions of the half-precision types only
+            .filter(|(name, d)| *name != "convert" || !d.is_zero())
             .map(|(name, d)| {
                 let pct = if total > 0.0 {
                     100.0 * d.as_secs_f64() / total
@@ -126,6 +129,7 @@ impl RunReport {
             "pack_b_seconds": self.times.pack_b.as_secs_f64(),
             "gemm_seconds": self.times.gemm.as_secs_f64(),
             "write_c_seconds": self.times.write_c.as_secs_f64(),
+            "convert_seconds": self.times.convert.as_secs_f64(),
             "transpose_seconds": self.times.transpose().as_secs_f64(),
             "gemm_shape": [l, m, n, k],
             "copies": self.copies,

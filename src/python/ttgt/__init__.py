@@ -2,7 +2,8 @@
 
 numpy's ``einsum``, ``einsum_path``, ``tensordot`` and a materialising ``transpose``, PySCF's
 ``contract``, and planned einsums (:class:`Plan`), computed by the ttgt engine for float32,
-float64, complex64 and complex128 (every other dtype by numpy). Arrays are read in place,
+float64, complex64 and complex128, and for float16 and bfloat16 (``ml_dtypes``) with float32
+accumulation (every other dtype by numpy). Arrays are read in place,
 whatever their strides; the GIL is released while ttgt plans and runs.
 
 >>> import numpy as np, ttgt

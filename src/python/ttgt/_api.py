@@ -70,8 +70,10 @@ def einsum(
 
     Operands are read in place, whatever their strides; only misaligned, byte-swapped or
     oddly strided arrays, and operands of another dtype than the result's, are copied.
-    Dtypes other than float32, float64, complex64 and complex128 are computed by
-    :func:`numpy.einsum`, with numpy's results.
+    float16 and bfloat16 (``ml_dtypes.bfloat16``) operands are widened to float32, contracted
+    with float32 accumulation and the result rounded once (numpy accumulates float16 sums in
+    float16 when it does not go through BLAS). Other dtypes than these, float32, float64,
+    complex64 and complex128 are computed by :func:`numpy.einsum`, with numpy's results.
 
     >>> import numpy as np, ttgt
     >>> a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 4)
@@ -99,7 +101,7 @@ def einsum(
         spec, ops = _spec.split_operands(operands)
     arrays = [x if type(x) is np.ndarray else np.asarray(x) for x in ops]
     dt = _arrays.result_dtype(arrays, dtype, alpha, beta)
-    if dt.char not in _arrays.SUPPORTED or (out is not None and getattr(out, "dtype", dt) != dt) \
+    if not _arrays.supported(dt) or (out is not None and getattr(out, "dtype", dt) != dt) \
             or any(x.ndim > _arrays.MAX_NDIM for x in arrays):
         if out is not None and not isinstance(out, np.ndarray):
             raise TypeError(f"out must be a numpy array, not {type(out).__name__}")

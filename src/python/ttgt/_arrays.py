@@ -8,8 +8,10 @@ from typing import Any, Sequence, cast
 
 import numpy as np
 
-#: numpy type characters of the dtypes ttgt computes in.
-SUPPORTED = frozenset("fdFD")
+#: numpy type characters of the dtypes ttgt computes in: float16 (``e``), float32, float64,
+#: complex64, complex128, and ``E``, ml_dtypes' bfloat16 (float16 and bfloat16 are computed
+#: in float32 and rounded once).
+SUPPORTED = frozenset("efdFDE")
 
 #: numpy allows up to 64 dimensions; the bindings view up to 32 (numpy computes the rest).
 MAX_NDIM = 32
@@ -37,7 +39,8 @@ def result_dtype(operands: Sequence[np.ndarray], dtype: Any, alpha: Any, beta: A
 
 
 def supported(dt: np.dtype) -> bool:
-    return dt.char in SUPPORTED
+    # "E" is bfloat16 only when ml_dtypes defines it
+    return dt.char in SUPPORTED and (dt.char != "E" or dt.name == "bfloat16")
 
 
 def usable(a: np.ndarray) -> bool:

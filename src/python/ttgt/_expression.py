@@ -133,5 +133,5 @@ def einsum_expression(
             shapes.append(tuple(int(d) for d in x))
     dt = _arrays.result_dtype(consts, dtype, 1, 0) if consts or dtype is not None else np.dtype(np.float64)
     if not _arrays.supported(dt):
-        raise TypeError(f"ttgt expressions compute in float32, float64, complex64 and complex128, not {dt}")
+        raise TypeError(f"ttgt expressions compute in float16, bfloat16, float32, float64, complex64 and complex128, not {dt}")
     return Expression(spec, shapes, consts, held, dt, optimize, threads)

@@ -183,8 +183,8 @@ impl<T: Element> Scalars<T> {
         unsafe {
             *dst = match self.mode {
                 COPY => src,
-                SCALE => self.alpha * src,
-                _ => self.alpha * src + self.beta * *dst,
+                SCALE => T::scale(self.alpha, src),
+                _ => T::axpby(self.alpha, src, self.beta, *dst),
             }
         }
     }
@@ -239,7 +239,8 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
             (Isa::Avx512, DType::F64) => pick!(avx512::t_f64, e_f64, s_f64),
             (Isa::Avx512, DType::C32) => pick!(avx512::t_c32, e_c32, s_c32),
             (Isa::Avx512, DType::C64) => pick!(avx512::t_c64, e_c64, s_c64),
-            (Isa::Scalar, _) => return None,
+            // 2-byte elements: the scalar tile.
+            (_, DType::F16 | DType::BF16) | (Isa::Scalar, _) => return None,
         };
         let align = stream_block(isa);
         Some(Micro {

@@ -23,7 +23,7 @@ impl GemmBackend for MatrixMultiply {
         b: Mat<T>,
         beta: T,
         c: MatMut<T>,
-        _threads: usize,
+        threads: usize,
     ) {
         let t = TypeId::of::<T>();
         // The casts below are identity casts: `T` is exactly the type compared against, and
@@ -108,7 +108,9 @@ impl GemmBackend for MatrixMultiply {
                 c.cs,
             );
         } else {
-            unreachable!("Element is sealed to the four types above");
+            // f16 and bf16: plans contract them in f32 (`plan::storage`), so only a direct
+            // call gets here; the GETT engine's scalar kernel takes any element type.
+            super::native::Native::gemm(m, n, k, alpha, a, b, beta, c, threads);
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Strided GEMM `C = alpha * A·B + beta * C` for the four element types behind one small
+//! Strided GEMM `C = alpha * A·B + beta * C` for f32, f64, c32 and c64 behind one small
 //! trait, [`GemmBackend`], with two implementations: the `matrixmultiply` crate and the `gemm`
 //! crate (AVX-512 kernels through its `x86-v4` feature, rayon-parallel). [`gemm`] dispatches
 //! on a [`GemmLibrary`] chosen by the planner, except for matrix-vector products with a

@@ -125,7 +125,7 @@ fn simd<T: Element>() -> Option<Kernel<T>> {
     let run: *const () = match T::DTYPE {
         DType::F64 => avx2::kernel_f64 as *const (),
         DType::F32 => avx2::kernel_f32 as *const (),
-        DType::C32 | DType::C64 => return None,
+        DType::C32 | DType::C64 | DType::F16 | DType::BF16 => return None,
     };
     let b = gett_blocking(T::DTYPE);
     // the kernels below are written for these tiles

@@ -147,6 +147,100 @@ fn round_trip_all_dtypes() {
     round_trip::<Complex64>("ij,jk->ik", &[3, 4], &[4, 5], false, false);
 }
 
+/// The bytes of a version 1.0 `.npy` file of 2-byte elements (`descr` `<f2` or `<V2`), C
+/// order, written here as numpy writes them.
+fn half_npy(descr: &str, shape: &[usize], bits: &[u16]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    let mut dict = format!(
+        "{{'descr': '{descr}', 'fortran_order': False, 'shape': ({},), }}",
+        dims.join(", ")
+    );
+    dict.push_str(&" ".repeat((64 - (10 + dict.len() + 1) % 64) % 64));
+    dict.push('\n');
+    let mut f = b"\x93NUMPY\x01\x00".to_vec();
+    f.extend((dict.len() as u16).to_le_bytes());
+    f.extend(dict.as_bytes());
+    f.extend(bits.iter().flat_map(|b| b.to_le_bytes()));
+    f
+}
+
+/// The descriptor, shape and element bits of a 2-byte `.npy` file `ttgt` wrote.
+fn read_half_npy(p: &str) -> (String, Vec<usize>, Vec<u16>) {
+    let bytes = std::fs::read(p).unwrap();
+    let len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    assert_eq!((10 + len) % 64, 0, "data aligned to 64 bytes");
+    let header = String::from_utf8_lossy(&bytes[10..10 + len]).to_string();
+    let descr = header.split('\'').nth(3).unwrap().to_string();
+    let shape_text = header.split('(').nth(1).unwrap().split(')').next().unwrap();
+    let shape: Vec<usize> = shape_text
+        .split(',')
+        .filter(|x| !x.trim().is_empty())
+        .map(|x| x.trim().parse().unwrap())
+        .collect();
+    assert!(header.contains("'fortran_order': False"), "{header}");
+    let bits = bytes[10 + len..]
+        .chunks_exact(2)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]))
+        .collect();
+    (descr, shape, bits)
+}
+
+/// float16 and bfloat16 `.npy` files in and out: the result is the exact product (computed
+/// in f64) rounded once to the storage type, within one unit of f32 accumulation.
+#[test]
+fn round_trip_half_types() {
+    use ttgt::tensor::{bf16, f16};
+    let f = Files::new();
+    let (m, k, n) = (3usize, 40usize, 5usize);
+    let av: Vec<f64> = (0..m * k)
+        .map(|x| ((x * 7) % 13) as f64 * 0.25 - 1.5)
+        .collect();
+    let bv: Vec<f64> = (0..k * n)
+        .map(|x| ((x * 5) % 11) as f64 * 0.125 - 0.5)
+        .collect();
+    for (descr, to, back) in [
+        (
+            "<f2",
+            (|x| f16::from_f64(x).to_bits()) as fn(f64) -> u16,
+            (|b| f16::from_bits(b).to_f64()) as fn(u16) -> f64,
+        ),
+        (
+            "<V2",
+            |x| bf16::from_f64(x).to_bits(),
+            |b| bf16::from_bits(b).to_f64(),
+        ),
+    ] {
+        let a: Vec<u16> = av.iter().map(|&x| to(x)).collect();
+        let b: Vec<u16> = bv.iter().map(|&x| to(x)).collect();
+        let pa = f.path("a.npy");
+        let pb = f.path("b.npy");
+        std::fs::write(&pa, half_npy(descr, &[m, k], &a)).unwrap();
+        std::fs::write(&pb, half_npy(descr, &[k, n], &b)).unwrap();
+        let pc = s(&f.path("c.npy"));
+        ok(&["contract", "ij,jk->ik", &s(&pa), &s(&pb), "-o", &pc]);
+        let (d, shape, c) = read_half_npy(&pc);
+        assert_eq!((d.as_str(), shape.as_slice()), (descr, &[m, n][..]));
+        for i in 0..m {
+            for j in 0..n {
+                let exact: f64 = (0..k)
+                    .map(|l| back(a[i * k + l]) * back(b[l * n + j]))
+                    .sum();
+                assert_eq!(c[i * n + j], to(exact), "{descr} at ({i}, {j})");
+            }
+        }
+        // printed without -o, and checked
+        let out = ok(&["contract", "ij,jk->ik", &s(&pa), &s(&pb), "--check"]);
+        assert!(
+            out.contains(if descr == "<f2" {
+                "float16"
+            } else {
+                "bfloat16"
+            }),
+            "{out}"
+        );
+    }
+}
+
 /// `-o` naming an input (directly or through another path) is refused before anything is
 /// written; a successful `-o` leaves only the result in the directory (no temporary file).
 #[test]
@@ -627,7 +721,7 @@ fn random_mode_json() {
 
 #[test]
 fn random_mode_all_dtypes_check() {
-    for dtype in ["f32", "f64", "c32", "c64"] {
+    for dtype in ["f32", "f64", "c32", "c64", "f16", "bf16"] {
         for (spec, sizes) in [
             ("abcd,dbef->acef", "a=3,b=4,c=5,d=2,e=3,f=4"),
             ("bij,bjk->bik", "b=3,i=4,j=5,k=6"),

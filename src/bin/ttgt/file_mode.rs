@@ -139,18 +139,17 @@ fn scalar_option(text: Option<&str>, flag: &str, default: f64) -> CliResult<Scal
     text.map_or(Ok(Scalar::real(default)), |t| parse_scalar(t, flag))
 }
 
-/// numpy's promotion over the operands and C_in; a complex alpha or beta makes it complex.
+/// numpy's promotion over the operands and C_in (f16 with f16 stays f16; f16 with bf16 gives
+/// f32); a complex alpha or beta makes it complex.
 fn result_dtype(
     inputs: &[AnyArray],
     c_in: Option<&AnyArray>,
     alpha: Scalar,
     beta: Scalar,
 ) -> DType {
-    let mut dtype = inputs
-        .iter()
-        .chain(c_in)
-        .map(AnyArray::dtype)
-        .fold(DType::F32, DType::promote);
+    let mut types = inputs.iter().chain(c_in).map(AnyArray::dtype);
+    let first = types.next().unwrap_or(DType::F32);
+    let mut dtype = types.fold(first, DType::promote);
     if alpha.is_complex() || beta.is_complex() {
         dtype = dtype.promote(DType::C32);
     }

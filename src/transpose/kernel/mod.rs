@@ -190,6 +190,19 @@ impl<T: Element> Scalars<T> {
     }
 }
 
+/// Whether the CPU has AVX-512BW (the 16-bit masked loads and stores of the 2-byte edge
+/// kernels).
+fn avx512bw() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        is_x86_feature_detected!("avx512bw")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// The micro-kernel of `isa` for `T` and the scalars' mode, with its width.
 pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
     if isa == Isa::Scalar || !sc.real() || !isa.is_available() {
@@ -239,7 +252,14 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
             (Isa::Avx512, DType::F64) => pick!(avx512::t_f64, e_f64, s_f64),
             (Isa::Avx512, DType::C32) => pick!(avx512::t_c32, e_c32, s_c32),
             (Isa::Avx512, DType::C64) => pick!(avx512::t_c64, e_c64, s_c64),
-            // 2-byte elements: the scalar tile.
+            // 2-byte elements: copies on AVX-512 with BW (16-bit masked edges); scaled ones
+            // (computed in f32) and other levels take the scalar tile.
+            (Isa::Avx512, DType::F16 | DType::BF16) if sc.mode == COPY && avx512bw() => (
+                avx512::t_h16::<COPY, false> as MicroFn,
+                Some(avx512::t_h16::<COPY, true> as MicroFn),
+                avx512::e_h16::<COPY> as EdgeFn,
+                None,
+            ),
             (_, DType::F16 | DType::BF16) | (Isa::Scalar, _) => return None,
         };
         let align = stream_block(isa);
@@ -1315,8 +1335,14 @@ mod tests {
                 checked += 1;
             }
         }
-        // Every SIMD level of this CPU was exercised, for every scalar mode.
-        assert_eq!(checked, 4 * (Isa::available().len() - 1));
+        // Every SIMD level of this CPU was exercised, for every scalar mode (2-byte elements:
+        // copies on AVX-512 with BW).
+        let expected = if T::DTYPE.is_half() {
+            usize::from(Isa::Avx512.is_available() && avx512bw())
+        } else {
+            4 * (Isa::available().len() - 1)
+        };
+        assert_eq!(checked, expected, "{:?}", T::DTYPE);
     }
 
     #[test]
@@ -1328,6 +1354,8 @@ mod tests {
                     check::<f64>(shape, wide, shift);
                     check::<Complex32>(shape, wide, shift.min(3));
                     check::<Complex64>(shape, wide, shift.min(3));
+                    check::<crate::tensor::f16>(shape, wide, shift);
+                    check::<crate::tensor::bf16>(shape, wide, shift);
                 }
             }
         }

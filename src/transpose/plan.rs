@@ -780,8 +780,11 @@ impl TransposePlan {
         };
         let bytes = n * self.dtype.size_bytes();
         let line = kernel::stream_block(self.isa);
+        // the joined copy composes lines from whole dwords: rows of 2-byte elements qualify
+        // when they are whole dwords (and B starts on one: checked when it runs)
         line > 0
             && bytes >= line
+            && bytes.is_multiple_of(4)
             && bytes < kernel::STREAM_ROW_MIN_BYTES
             && self
                 .row_batch
@@ -1267,6 +1270,10 @@ impl TransposePlan {
         head: usize,
     ) -> Option<SeamPlan> {
         let es = self.dtype.size_bytes();
+        // the seam kernels join lines from whole dwords, 16 micro-tile rows at most
+        if es < 4 {
+            return None;
+        }
         let (_, align) = m.nt?;
         m.stream?;
         let row = j.n as isize * j.sb;
@@ -1300,6 +1307,10 @@ impl TransposePlan {
     /// followed in memory by the row of the next index of an outer loop (not of the batch).
     fn row_seam_plan(&self, loops: &[Loop], n: usize, mis: usize) -> Option<SeamPlan> {
         let es = self.dtype.size_bytes();
+        // the seamed row copies join lines from whole dwords
+        if es < 4 {
+            return None;
+        }
         let line = kernel::stream_block(self.isa);
         kernel::stream_rows(self.isa)?;
         let ok = !mis.is_multiple_of(line)
@@ -1500,6 +1511,7 @@ impl TransposePlan {
                     let line = kernel::stream_block(self.isa);
                     let joined = joined.filter(|_| {
                         len == n
+                            && (b0 as usize).is_multiple_of(4)
                             && !((len * es as usize).is_multiple_of(line)
                                 && (b0 as usize).is_multiple_of(line))
                     });

@@ -1,10 +1,10 @@
 //! AVX-512 micro-kernels: in-register transposes of one W×W tile, W = 64 bytes / element
-//! size (f16 and bf16 32×32, f32 16×16, f64 and Complex32 8×8, Complex64 4×4), by a
+//! size (f16 and bf16: 32 bytes, 16×16; f32 16×16, f64 and Complex32 8×8, Complex64 4×4), by a
 //! butterfly of two-source permutes: stage `s` swaps the off-diagonal `s×s` blocks of every
 //! `2s×2s` block, so after the stages `s = 1, 2, 4, ...` element `(k, i)` sits at `(i, k)`.
-//! 2-byte units take their first stage by shifts and masks within dwords, the others as
-//! dword stages; they move bits unchanged (copies only), and their edge kernels need
-//! AVX-512BW's 16-bit masked loads and stores.
+//! 2-byte units (16×16 on 256-bit rows) take their first stage by shifts and masks within
+//! dwords, the others as dword stages; they move bits unchanged (copies only), and need
+//! AVX-512VL (and BW for their edges' 16-bit masked loads and stores).
 //!
 //! Layout and safety contract as in [`super::avx2`], with AVX-512F instead of AVX2 and
 //! 64-byte alignment for the non-temporal (`NT`) variants.
@@ -65,6 +65,23 @@ static IDX32: [[[i32; 16]; 2]; 4] = [
     [narrow(S16[3].0), narrow(S16[3].1)],
 ];
 static IDX64: [[[i64; 8]; 2]; 3] = [[S8[0].0, S8[0].1], [S8[1].0, S8[1].1], [S8[2].0, S8[2].1]];
+
+const fn narrow8(x: [i64; 8]) -> [i32; 8] {
+    let mut y = [0i32; 8];
+    let mut i = 0;
+    while i < 8 {
+        y[i] = x[i] as i32;
+        i += 1;
+    }
+    y
+}
+
+/// The 8-lane stages' indices for dword lanes of 256-bit rows.
+static IDX32X8: [[[i32; 8]; 2]; 3] = [
+    [narrow8(S8[0].0), narrow8(S8[0].1)],
+    [narrow8(S8[1].0), narrow8(S8[1].1)],
+    [narrow8(S8[2].0), narrow8(S8[2].1)],
+];
 
 #[inline(always)]
 unsafe fn store_ps<const M: u8, const NT: bool>(dst: *mut u8, v: __m512, al: f64, be: f64) {
@@ -168,38 +185,9 @@ unsafe fn tr4(mut r: [__m512d; 4]) -> [__m512d; 4] {
     r
 }
 
-/// The first butterfly stage of 2-byte units (`s = 1`) on the listed even rows `k`: row `k`
-/// keeps the low unit of each dword and takes row `k + 1`'s low unit as its high one; row
-/// `k + 1` takes row `k`'s high unit as its low one and keeps its high one.
-macro_rules! pair_stage {
-    ($r:ident; $($k:expr),*) => {{
-        let low = _mm512_set1_epi32(0xffff);
-        $(
-            let (x, y) = ($r[$k], $r[$k + 1]);
-            $r[$k] = _mm512_or_si512(_mm512_and_si512(x, low), _mm512_slli_epi32::<16>(y));
-            $r[$k + 1] = _mm512_or_si512(_mm512_srli_epi32::<16>(x), _mm512_andnot_si512(low, y));
-        )*
-    }};
-}
-
-/// 32×32 transpose of 2-byte units: rows `r` in, columns out (unit stages 2, 4, 8 and 16 are
-/// the dword lane stages 1, 2, 4 and 8).
-#[inline(always)]
-unsafe fn tr32(mut r: [__m512i; 32]) -> [__m512i; 32] {
-    pair_stage!(r; 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    stage!(_mm512_permutex2var_epi32, r, IDX32[0], 2;
-        0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29);
-    stage!(_mm512_permutex2var_epi32, r, IDX32[1], 4;
-        0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-    stage!(_mm512_permutex2var_epi32, r, IDX32[2], 8;
-        0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-    stage!(_mm512_permutex2var_epi32, r, IDX32[3], 16;
-        0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    r
-}
-
-/// 2-byte units (f16, bf16), 32×32, copied (`M` is [`COPY`]: the bits move unchanged).
-#[target_feature(enable = "avx512f")]
+/// 2-byte units (f16, bf16), 16×16 on 256-bit rows ([`tr16h`]), copied (`M` is
+/// [`COPY`]: the bits move unchanged).
+#[target_feature(enable = "avx512f,avx512vl")]
 pub(crate) unsafe fn t_h16<const M: u8, const NT: bool>(
     a: *const u8,
     lda: isize,
@@ -209,25 +197,54 @@ pub(crate) unsafe fn t_h16<const M: u8, const NT: bool>(
     _be: f64,
 ) {
     debug_assert_eq!(M, COPY);
-    let ld = |k: isize| _mm512_loadu_si512(a.offset(k * lda) as *const __m512i);
-    let r = tr32(
-        rows!(ld; 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-        16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
-    );
+    let ld = |k: isize| _mm256_loadu_si256(a.offset(k * lda) as *const __m256i);
+    let r = tr16h(rows!(ld; 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
     for (i, v) in r.into_iter().enumerate() {
-        let p = b.offset(i as isize * ldb) as *mut __m512i;
+        let p = b.offset(i as isize * ldb) as *mut __m256i;
         if NT {
-            // Non-temporal: the caller checked that `b` rows are 64-byte aligned.
-            _mm512_stream_si512(p, v);
+            // Non-temporal: the caller checked that B's rows are 32-byte aligned.
+            _mm256_stream_si256(p, v);
         } else {
-            _mm512_storeu_si512(p, v);
+            _mm256_storeu_si256(p, v);
         }
     }
 }
 
-/// 2-byte units edge, up to 32×32: the first `ri` units of the first `rj` rows, copied
-/// (AVX-512BW masked 16-bit loads and stores; see the edge kernels below).
-#[target_feature(enable = "avx512f,avx512bw")]
+/// [`stage!`] on 256-bit rows.
+macro_rules! stage256 {
+    ($r:ident, $idx:expr, $s:expr; $($k:expr),*) => {{
+        let lo = _mm256_loadu_si256($idx[0].as_ptr() as *const __m256i);
+        let hi = _mm256_loadu_si256($idx[1].as_ptr() as *const __m256i);
+        $(
+            let (x, y) = ($r[$k], $r[$k + $s]);
+            $r[$k] = _mm256_permutex2var_epi32(x, lo, y);
+            $r[$k + $s] = _mm256_permutex2var_epi32(x, hi, y);
+        )*
+    }};
+}
+
+/// 16×16 transpose of 2-byte units in 256-bit rows: a pair stage within dwords, then dword
+/// lane stages 1, 2 and 4 (unit stages 2, 4 and 8).
+#[inline(always)]
+unsafe fn tr16h(mut r: [__m256i; 16]) -> [__m256i; 16] {
+    let low = _mm256_set1_epi32(0xffff);
+    macro_rules! pairs {
+        ($($k:expr),*) => {$(
+            let (x, y) = (r[$k], r[$k + 1]);
+            r[$k] = _mm256_or_si256(_mm256_and_si256(x, low), _mm256_slli_epi32::<16>(y));
+            r[$k + 1] = _mm256_or_si256(_mm256_srli_epi32::<16>(x), _mm256_andnot_si256(low, y));
+        )*};
+    }
+    pairs!(0, 2, 4, 6, 8, 10, 12, 14);
+    stage256!(r, IDX32X8[0], 2; 0, 1, 4, 5, 8, 9, 12, 13);
+    stage256!(r, IDX32X8[1], 4; 0, 1, 2, 3, 8, 9, 10, 11);
+    stage256!(r, IDX32X8[2], 8; 0, 1, 2, 3, 4, 5, 6, 7);
+    r
+}
+
+/// 2-byte units edge, up to 16×16: the first `ri` units of the first `rj` rows, copied with
+/// AVX-512BW/VL masked 16-bit loads and stores that touch nothing outside that corner.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 #[allow(clippy::too_many_arguments)] // the micro-kernel's operands plus the extents
 pub(crate) unsafe fn e_h16<const M: u8>(
     a: *const u8,
@@ -240,21 +257,18 @@ pub(crate) unsafe fn e_h16<const M: u8>(
     rj: usize,
 ) {
     debug_assert_eq!(M, COPY);
-    let low32 = |n: usize| (((1u64 << n) - 1) & 0xffff_ffff) as __mmask32;
-    let (mi, mj) = (low32(ri), low32(rj));
+    debug_assert!(ri <= 16 && rj <= 16);
+    let (mi, mj) = (low16(ri), low16(rj));
     let ld = |k: usize| {
         if k < rj {
-            _mm512_maskz_loadu_epi16(mi, a.offset(k as isize * lda) as *const i16)
+            _mm256_maskz_loadu_epi16(mi, a.offset(k as isize * lda) as *const i16)
         } else {
-            _mm512_setzero_si512()
+            _mm256_setzero_si256()
         }
     };
-    let r = tr32(
-        rows!(ld; 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-        16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
-    );
+    let r = tr16h(rows!(ld; 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
     for (i, v) in r.into_iter().enumerate().take(ri) {
-        _mm512_mask_storeu_epi16(b.offset(i as isize * ldb) as *mut i16, mj, v);
+        _mm256_mask_storeu_epi16(b.offset(i as isize * ldb) as *mut i16, mj, v);
     }
 }
 

@@ -69,17 +69,20 @@ impl Isa {
             .collect()
     }
 
-    /// Micro-tile width in elements for an element type.
+    /// Micro-tile width in elements for an element type (2-byte elements on AVX-512: 16,
+    /// 256-bit rows, see `avx512::t_h16`).
     ///
     /// ```
     /// use ttgt::{transpose::Isa, DType};
     /// assert_eq!(Isa::Avx2.width(DType::F32), 8);
     /// assert_eq!(Isa::Avx512.width(DType::C64), 4);
+    /// assert_eq!(Isa::Avx512.width(DType::F16), 16);
     /// ```
     pub fn width(self, dtype: DType) -> usize {
         let bytes = match self {
             Isa::Scalar => 8 * dtype.size_bytes().min(8),
             Isa::Avx2 => 32,
+            Isa::Avx512 if dtype.size_bytes() == 2 => 32,
             Isa::Avx512 => 64,
         };
         (bytes / dtype.size_bytes()).max(1)
@@ -190,12 +193,12 @@ impl<T: Element> Scalars<T> {
     }
 }
 
-/// Whether the CPU has AVX-512BW (the 16-bit masked loads and stores of the 2-byte edge
-/// kernels).
+/// Whether the CPU has AVX-512BW and VL (the 16-bit masked loads and stores, on 256-bit
+/// rows, of the 2-byte edge kernels).
 fn avx512bw() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        is_x86_feature_detected!("avx512bw")
+        is_x86_feature_detected!("avx512bw") && is_x86_feature_detected!("avx512vl")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -262,7 +265,12 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
             ),
             (_, DType::F16 | DType::BF16) | (Isa::Scalar, _) => return None,
         };
-        let align = stream_block(isa);
+        // 2-byte micro-tiles store 32-byte rows
+        let align = if T::DTYPE.is_half() {
+            32
+        } else {
+            stream_block(isa)
+        };
         Some(Micro {
             w: isa.width(T::DTYPE),
             f,

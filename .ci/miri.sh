@@ -9,7 +9,8 @@
 #
 # What runs (unit tests, sized down under `cfg(miri)`): the loop walker of transposition plans
 # with the scalar tile and row kernels (transpose/plan.rs, transpose/kernel), the strided
-# copies and reductions (transpose/strided.rs), the in-place chunk movers (transpose/inplace:
+# copies and reductions (transpose/strided.rs), the element-type conversions
+# (transpose/convert.rs), the in-place chunk movers (transpose/inplace:
 # cycles serial and on threads, split cycles, pieces, square swaps, buffered), element access of
 # views (tensor/view.rs), the GETT engine's scalar kernel and packing (backend/cpu/gett), and
 # the contraction loop nest (backend/cpu/execute.rs) over candidates of small contractions
@@ -48,7 +49,7 @@ trap 'rm -rf "$log_dir"' EXIT
 group backend::cpu::execute:: backend::cpu::gett::tests &
 second=$!
 status=0
-group transpose::plan:: transpose::strided:: transpose::inplace::tests tensor::view:: tensor::alloc:: \
+group transpose::plan:: transpose::strided:: transpose::convert:: transpose::inplace::tests tensor::view:: tensor::alloc:: \
   backend::cpu::gett::pack:: backend::cpu::gemm::gemv:: backend::cpu::loops:: || status=1
 wait "$second" || status=1
 cat "$log_dir"/transpose::plan::.log "$log_dir"/backend::cpu::execute::.log

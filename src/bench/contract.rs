@@ -160,7 +160,8 @@ pub struct ContractResult {
     pub flops: f64,
     /// `(m, n, k)` of the same-size GEMM.
     pub gemm_mnk: (usize, usize, usize),
-    /// Seconds of a plain row-major GEMM of that size (the faster library), same run.
+    /// Seconds of a plain row-major GEMM of that size (the faster library), same run, in the
+    /// compute type (f32 for f16 and bf16).
     pub gemm_reference_seconds: f64,
     /// Library of the reference GEMM.
     pub gemm_reference_library: GemmLibrary,
@@ -279,7 +280,12 @@ fn run_typed<T: Element>(case: &ContractCase, o: &ContractBenchOptions) -> Resul
         None => vec![chosen_index],
     };
     let (_, m, n, k) = plan.gemm_shape();
-    let mut reference = GemmTimer::<T>::new((m, n, k), GemmLayout::ROW)?;
+    // The same-size GEMM of the compute type: for f16 and bf16 the f32 GEMM on f32 data (the
+    // fastest a contraction of half-precision operands computed in f32 can run).
+    let mut reference: Box<dyn FnMut(GemmLibrary, usize) -> f64> = crate::with_dtype!(T::DTYPE.compute(), U => {
+        let mut timer = GemmTimer::<U>::new((m, n, k), GemmLayout::ROW)?;
+        Box::new(move |lib, threads| timer.time(lib, threads))
+    });
     let mut cv = StridedViewMut::from_slice(&mut c, lc.clone(), 0)?;
     let mut run = |plan: &mut ContractionPlan, i: usize| -> Result<(f64, crate::StepTimes)> {
         // a plan without candidates (nothing to choose) runs as it is
@@ -298,7 +304,7 @@ fn run_typed<T: Element>(case: &ContractCase, o: &ContractBenchOptions) -> Resul
         run(&mut plan, i)?;
     }
     for lib in GemmLibrary::ALL {
-        reference.time(lib, o.threads);
+        reference(lib, o.threads);
     }
     // Then rounds that each time every candidate and every library once, best kept: on a
     // shared host a slow spell falls on one round of all of them, not on all the
@@ -317,7 +323,7 @@ fn run_typed<T: Element>(case: &ContractCase, o: &ContractBenchOptions) -> Resul
             }
         }
         for (b, lib) in best_lib.iter_mut().zip(GemmLibrary::ALL) {
-            *b = b.min(reference.time(lib, o.threads));
+            *b = b.min(reference(lib, o.threads));
         }
     }
     if plan.chosen().is_some() {

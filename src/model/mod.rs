@@ -42,5 +42,5 @@ pub use profile::{
 pub use residency::{memory_share, CACHE_RESIDENT_BYTES, MEMORY_BOUND_BYTES};
 pub use transpose::{
     convert_seconds, predict_transpose, predict_transpose_from_memory, transpose_seconds,
-    IN_CACHE_CONVERT_GBPS, IN_CACHE_TRANSPOSE_GBPS, TRANSPOSE_CALL_SECONDS,
+    CONVERT_CALL_SECONDS, CONVERT_GBPS, IN_CACHE_TRANSPOSE_GBPS, TRANSPOSE_CALL_SECONDS,
 };

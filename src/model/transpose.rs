@@ -230,42 +230,31 @@ pub const TRANSPOSE_CALL_SECONDS: f64 = 1.5e-7;
 /// (strided) kernels at half of it; see `docs/TUNING.md`.
 pub const IN_CACHE_TRANSPOSE_GBPS: f64 = 50.0;
 
-/// Bytes converted (read and written) per second and thread, / 1e9, between a half-precision
-/// type and `f32` when the tensors stay in the caches; see `docs/TUNING.md`.
-pub const IN_CACHE_CONVERT_GBPS: f64 = 30.0;
+/// Bytes converted (read and written) per second, / 1e9, between a half-precision type and
+/// `f32` on one thread, in cache and from memory alike; see `docs/TUNING.md`.
+pub const CONVERT_GBPS: f64 = 40.0;
+
+/// Fixed cost of one conversion (a workspace buffer taken, the walk set up); see
+/// `docs/TUNING.md`.
+pub const CONVERT_CALL_SECONDS: f64 = 4e-7;
 
 /// Predicted seconds of converting `elements` elements of `from_bytes` bytes into elements of
 /// `to_bytes` bytes (a half-precision operand widened to its `f32` image, or a result rounded
-/// back), on up to `threads` threads: the in-cache rate blended with the copy rate by the
-/// bytes moved ([`crate::model::memory_share`]), plus a call's fixed cost.
+/// back) on the calling thread: the bytes moved at [`CONVERT_GBPS`], plus
+/// [`CONVERT_CALL_SECONDS`].
 ///
 /// ```
-/// use ttgt::model::{convert_seconds, Profile};
-/// let p = Profile::builtin(vec![20.0, 30.0]);
-/// let small = convert_seconds(1000, 2, 4, 1, &p);
-/// let large = convert_seconds(10_000_000, 2, 4, 1, &p);
+/// use ttgt::model::convert_seconds;
+/// let small = convert_seconds(1000, 2, 4);
+/// let large = convert_seconds(10_000_000, 2, 4);
 /// assert!(small > 0.0 && large > 1000.0 * small);
 /// ```
-pub fn convert_seconds(
-    elements: usize,
-    from_bytes: usize,
-    to_bytes: usize,
-    threads: usize,
-    p: &Profile,
-) -> f64 {
+pub fn convert_seconds(elements: usize, from_bytes: usize, to_bytes: usize) -> f64 {
     if elements == 0 {
         return 0.0;
     }
-    let threads = if elements < crate::transpose::CONVERT_PARALLEL_MIN_ELEMENTS {
-        1
-    } else {
-        threads.max(1)
-    };
     let bytes = (elements * (from_bytes + to_bytes)) as f64;
-    let cache = bytes / (IN_CACHE_CONVERT_GBPS * 1e9 * threads as f64);
-    let memory = bytes / (p.copy_gbps(threads) * 1e9);
-    let share = crate::model::memory_share(bytes);
-    TRANSPOSE_CALL_SECONDS + cache.powf(1.0 - share) * memory.powf(share)
+    CONVERT_CALL_SECONDS + bytes / (CONVERT_GBPS * 1e9)
 }
 
 /// Predicted seconds of `B = alpha * perm(A) + beta * B` for these layouts on `threads`

@@ -107,7 +107,7 @@ impl ContractionPlan {
         if dtype.is_half() {
             let images: Vec<Layout> = inputs.iter().map(f32_image).collect::<Result<_>>()?;
             let mut plan = Self::with_options(spec, &images, &f32_image(c)?, DType::F32, options)?;
-            plan.storage = Some(Box::new(HalfStorage::new(dtype, inputs, c, plan.threads)));
+            plan.storage = Some(Box::new(HalfStorage::new(dtype, inputs, c)));
             return Ok(plan);
         }
         let preps: Vec<OperandPrep> = inputs

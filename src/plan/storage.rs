@@ -7,7 +7,7 @@
 //! order, and the `f32` plan makes the choices it makes for an `f32` operand of that layout.
 
 use crate::error::Result;
-use crate::model::{convert_seconds, profile_for};
+use crate::model::convert_seconds;
 use crate::tensor::{DType, Layout};
 
 /// A half-precision plan's conversions: the layouts the caller's operands have, and the
@@ -27,10 +27,8 @@ pub(crate) struct HalfStorage {
 }
 
 impl HalfStorage {
-    pub(crate) fn new(dtype: DType, inputs: &[Layout], c: &Layout, threads: usize) -> Self {
-        let bytes: usize = inputs.iter().map(Layout::len).sum::<usize>() + c.len();
-        let p = profile_for(bytes * (2 + 4));
-        let price = |l: &Layout| convert_seconds(l.len(), 2, 4, threads, &p);
+    pub(crate) fn new(dtype: DType, inputs: &[Layout], c: &Layout) -> Self {
+        let price = |l: &Layout| convert_seconds(l.len(), 2, 4);
         HalfStorage {
             dtype,
             inputs: inputs.to_vec(),

@@ -19,7 +19,7 @@ mod strided;
 
 pub(crate) use crate::threads::{on_threads, wakes_threads};
 pub use cache::{cached_plan, clear_plan_cache, transpose, PLAN_CACHE_CAPACITY};
-pub use convert::{narrow_from_f32, widen_to_f32, CONVERT_PARALLEL_MIN_ELEMENTS};
+pub use convert::{narrow_from_f32, widen_to_f32};
 pub(crate) use kernel::streaming_copy;
 pub use kernel::Isa;
 pub use plan::{

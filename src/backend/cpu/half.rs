@@ -34,7 +34,6 @@ impl ContractionPlan {
         if self.candidates.is_empty() && self.preps.iter().all(|p| p.summed.is_empty()) {
             return self.execute_candidate(index, alpha, inputs, beta, c);
         }
-        let threads = self.threads;
         let retain = self.options.workspace_limit.is_none();
         let t0 = Instant::now();
         let mut bufs: Vec<(Workspace<f32>, usize)> = Vec::with_capacity(inputs.len());
@@ -44,7 +43,6 @@ impl ContractionPlan {
             widen_to_f32(
                 v,
                 &mut StridedViewMut::from_slice(&mut buf, img.clone(), off)?,
-                threads,
             )?;
             bufs.push((buf, off));
         }
@@ -52,7 +50,7 @@ impl ContractionPlan {
         let mut cimg = StridedViewMut::from_slice(&mut cbuf, self.c.clone(), coff)?;
         let beta32 = beta.re() as f32;
         if beta32 != 0.0 {
-            widen_to_f32(&c.as_view(), &mut cimg, threads)?;
+            widen_to_f32(&c.as_view(), &mut cimg)?;
         }
         let views = bufs
             .iter()
@@ -63,7 +61,7 @@ impl ContractionPlan {
         let mut times =
             self.execute_candidate::<f32>(index, alpha.re() as f32, &views, beta32, &mut cimg)?;
         let t = Instant::now();
-        narrow_from_f32(&cimg.as_view(), c, threads)?;
+        narrow_from_f32(&cimg.as_view(), c)?;
         times.convert = widen + t.elapsed();
         Ok(times)
     }

@@ -90,8 +90,8 @@ impl GemmBackend for GemmCrate {
             let be = Complex64::new(beta.re(), beta.im());
             call::<T, Complex64>(m, n, k, al, a, b, be, read_c, c, par);
         } else {
-            // f16 and bf16: plans contract them in f32 (`plan::storage`), so only a direct
-            // call gets here; the GETT engine's scalar kernel takes any element type.
+            // f16 and bf16: `super::gemm` computes them in f32 before any library runs; the
+            // GETT engine's scalar kernel takes any element type, should a call get here.
             super::native::Native::gemm(m, n, k, alpha, a, b, beta, c, threads);
         }
     }

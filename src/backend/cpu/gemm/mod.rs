@@ -94,6 +94,9 @@ pub(crate) unsafe fn gemm<T: Element>(
         }
         return;
     }
+    if T::DTYPE.is_half() {
+        return half_via_f32(library, threads, (m, n, k), alpha, a, b, beta, c);
+    }
     // Matrix-vector products stream their matrix whichever library was chosen.
     if (m == 1 || n == 1) && gemv::try_gemv(Isa::detect(), m, n, k, alpha, a, b, beta, c, threads) {
         return;
@@ -104,6 +107,74 @@ pub(crate) unsafe fn gemm<T: Element>(
         }
         GemmLibrary::Gemm => split::cut::<GemmCrate, T>(threads, (m, n, k), alpha, a, b, beta, c),
         GemmLibrary::Native => split::cut::<Native, T>(threads, (m, n, k), alpha, a, b, beta, c),
+    }
+}
+
+/// A GEMM of f16/bf16 matrices in their compute type: A and B widened to row-major `f32`
+/// copies (C too when `beta != 0`), the `f32` GEMM, the result rounded once into C. Plans
+/// never call it (their half-precision operands are `f32` images already, `plan::storage`);
+/// the benches' same-size GEMM reference of a half type does.
+///
+/// # Safety
+/// As for [`gemm`].
+#[allow(clippy::too_many_arguments)] // the BLAS signature plus library and thread count
+unsafe fn half_via_f32<T: Element>(
+    library: GemmLibrary,
+    threads: usize,
+    (m, n, k): (usize, usize, usize),
+    alpha: T,
+    a: Mat<T>,
+    b: Mat<T>,
+    beta: T,
+    c: MatMut<T>,
+) {
+    let at = |p: *const T, rs: isize, cs: isize, i: usize, j: usize| {
+        (*p.offset(i as isize * rs + j as isize * cs)).re() as f32
+    };
+    let wa: Vec<f32> = (0..m * k)
+        .map(|x| at(a.ptr, a.rs, a.cs, x / k, x % k))
+        .collect();
+    let wb: Vec<f32> = (0..k * n)
+        .map(|x| at(b.ptr, b.rs, b.cs, x / n, x % n))
+        .collect();
+    let read_c = !beta.is_exact_zero();
+    let mut wc: Vec<f32> = (0..m * n)
+        .map(|x| {
+            if read_c {
+                at(c.ptr, c.rs, c.cs, x / n, x % n)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let (rows, cols) = (n as isize, 1);
+    gemm::<f32>(
+        library,
+        threads,
+        m,
+        n,
+        k,
+        alpha.re() as f32,
+        Mat {
+            ptr: wa.as_ptr(),
+            rs: k as isize,
+            cs: 1,
+        },
+        Mat {
+            ptr: wb.as_ptr(),
+            rs: rows,
+            cs: cols,
+        },
+        beta.re() as f32,
+        MatMut {
+            ptr: wc.as_mut_ptr(),
+            rs: rows,
+            cs: cols,
+        },
+    );
+    for (x, &v) in wc.iter().enumerate() {
+        *c.ptr
+            .offset((x / n) as isize * c.rs + (x % n) as isize * c.cs) = T::from_f64(v as f64);
     }
 }
 
@@ -150,8 +221,14 @@ mod tests {
                     }
                     let want = T::from_parts(1.5, -0.25) * s + T::from_f64(beta * 2.0);
                     let got = c[i + 4 * j];
+                    // half types: `want` is summed in the storage type here
+                    let tol = if T::DTYPE.is_half() {
+                        16.0 * T::DTYPE.unit_roundoff() * (1.0 + want.abs_f64())
+                    } else {
+                        1e-4
+                    };
                     assert!(
-                        (got - want).abs_f64() < 1e-4,
+                        (got - want).abs_f64() < tol,
                         "{library} {:?} beta {beta}: {got:?} vs {want:?}",
                         T::DTYPE
                     );
@@ -225,6 +302,8 @@ mod tests {
             check::<f64>(lib);
             check::<num_complex::Complex32>(lib);
             check::<num_complex::Complex64>(lib);
+            check::<crate::tensor::f16>(lib);
+            check::<crate::tensor::bf16>(lib);
         }
     }
 }

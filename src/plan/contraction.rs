@@ -106,7 +106,26 @@ impl ContractionPlan {
         }
         if dtype.is_half() {
             let images: Vec<Layout> = inputs.iter().map(f32_image).collect::<Result<_>>()?;
-            let mut plan = Self::with_options(spec, &images, &f32_image(c)?, DType::F32, options)?;
+            // the images come out of the workspace limit first (a transposition has none)
+            let image_bytes = HalfStorage::image_bytes(&images, c);
+            let rest = options.workspace_limit.map(|l| l.checked_sub(image_bytes));
+            let inner = match rest {
+                Some(Some(l)) => PlanOptions {
+                    workspace_limit: Some(l),
+                    ..options.clone()
+                },
+                _ => options.clone(),
+            };
+            let mut plan = Self::with_options(spec, &images, &f32_image(c)?, DType::F32, &inner)?;
+            if let (Some(None), Some(limit)) = (rest, options.workspace_limit) {
+                if !plan.runs_unconverted() {
+                    return Err(Error::Workspace {
+                        needed: image_bytes,
+                        limit,
+                    });
+                }
+            }
+            plan.options = options.clone();
             plan.storage = Some(Box::new(HalfStorage::new(dtype, inputs, c)));
             return Ok(plan);
         }
@@ -335,8 +354,24 @@ impl ContractionPlan {
         reduced + self.chosen().map_or(0, Candidate::copies)
     }
 
-    /// Workspace the plan allocates, in bytes.
+    /// Workspace the plan allocates, in bytes (with the f32 images of a half-precision
+    /// plan's operands).
     pub fn workspace_bytes(&self) -> usize {
+        let images = match &self.storage {
+            Some(_) if !self.runs_unconverted() => HalfStorage::image_bytes(&self.inputs, &self.c),
+            _ => 0,
+        };
+        images + self.compute_workspace_bytes()
+    }
+
+    /// Whether the plan moves its elements without a conversion: a transposition (one
+    /// operand, no sum), which a half-precision plan runs on the 16-bit elements.
+    pub(crate) fn runs_unconverted(&self) -> bool {
+        self.candidates.is_empty() && self.preps.iter().all(|p| p.summed.is_empty())
+    }
+
+    /// [`ContractionPlan::workspace_bytes`] without a half-precision plan's images.
+    fn compute_workspace_bytes(&self) -> usize {
         match self.chosen() {
             Some(c) => c.workspace_bytes,
             None => {

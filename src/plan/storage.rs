@@ -38,6 +38,11 @@ impl HalfStorage {
         }
     }
 
+    /// Bytes of the f32 images of the inputs `images` and of an output of layout `c`.
+    pub(crate) fn image_bytes(images: &[Layout], c: &Layout) -> usize {
+        (images.iter().map(Layout::len).sum::<usize>() + c.len()) * 4
+    }
+
     /// Predicted seconds of all the conversions of one execution.
     pub(crate) fn seconds(&self) -> f64 {
         self.widen.iter().sum::<f64>() + self.narrow
@@ -77,7 +82,47 @@ mod tests {
         assert_eq!(img.dims(), &[3, 4, 5]);
         assert_eq!(img.strides(), &[1, 15, 3]);
         let b = Layout::new(vec![2, 6], vec![0, 1]).unwrap();
+        assert_eq!(
+            HalfStorage::image_bytes(&[l.clone(), b.clone()], &b),
+            (60 + 12 + 12) * 4
+        );
         assert_eq!(f32_image(&b).unwrap().strides(), &[6, 1]);
         assert!(!f32_image(&l).unwrap().may_self_overlap());
+    }
+
+    /// The f32 images count against a workspace limit (a transposition needs none), and
+    /// `workspace_bytes` includes them.
+    #[test]
+    fn images_count_against_the_workspace_limit() {
+        use crate::plan::{ContractionPlan, PlanOptions};
+        use crate::Error;
+        let r = |d: &[usize]| Layout::row_major(d).unwrap();
+        let (a, b, c) = (r(&[6, 5, 7]), r(&[7, 5, 4]), r(&[6, 4]));
+        let images = HalfStorage::image_bytes(&[a.clone(), b.clone()], &c);
+        let limited = |l| PlanOptions {
+            workspace_limit: Some(l),
+            ..Default::default()
+        };
+        let plan = |o: &PlanOptions| {
+            ContractionPlan::with_options("abc,cbd->ad", &[a.clone(), b.clone()], &c, DType::F16, o)
+        };
+        let e = plan(&limited(images - 1)).unwrap_err();
+        assert!(
+            matches!(e, Error::Workspace { needed, .. } if needed == images),
+            "{e}"
+        );
+        let p = plan(&limited(images)).unwrap();
+        assert_eq!(p.workspace_bytes(), images);
+        let free = plan(&PlanOptions::default()).unwrap();
+        assert!(free.workspace_bytes() >= images);
+        let t = ContractionPlan::with_options(
+            "ij->ji",
+            &[r(&[3, 4])],
+            &r(&[4, 3]),
+            DType::BF16,
+            &limited(0),
+        )
+        .unwrap();
+        assert_eq!(t.workspace_bytes(), 0);
     }
 }

@@ -31,7 +31,7 @@ impl ContractionPlan {
         }
         // A transposition (one operand, no sum) moves the 16-bit elements as they are; scaled
         // elements are computed in f32 and rounded once.
-        if self.candidates.is_empty() && self.preps.iter().all(|p| p.summed.is_empty()) {
+        if self.runs_unconverted() {
             return self.execute_candidate(index, alpha, inputs, beta, c);
         }
         let retain = self.options.workspace_limit.is_none();

@@ -6,10 +6,11 @@ Usage: numpy_compare.py PATH_TO_TTGT_BINARY
 Generates random one- and two-operand specs (plus a few three-operand ones): batch indices,
 traces and diagonals, one-sided sums, outer products, `...` broadcasting, named indices of
 extent 1 broadcast against larger ones, implicit outputs, extents 0..5. Operands are built as
-transposed, sliced or negative-stride numpy views and saved in C or Fortran order; all four
-element types are used, some cases mix them, some pass --alpha/--beta/--c. Each result is compared with numpy.einsum (evaluated in double precision)
-to a relative 1e-12 for float64/complex128 and 1e-5 for float32/complex64, relative to
-max(1, max|want|); the result's dtype must be numpy's. A few bad inputs must exit with
+transposed, sliced or negative-stride numpy views and saved in C or Fortran order; float32,
+float64, complex64, complex128 and float16 are used, some cases mix them, some pass
+--alpha/--beta/--c. Each result is compared with numpy.einsum (evaluated in double precision)
+to a relative 1e-12 for float64/complex128, 1e-5 for float32/complex64 and 2e-3 for float16,
+relative to max(1, max|want|); the result's dtype must be numpy's. A few bad inputs must exit with
 status 2 and one line on stderr.
 
 Then random networks of 4 to 6 operands run with each --path choice and are compared with
@@ -35,6 +36,9 @@ LETTERS = string.ascii_letters
 
 
 def tol_for(dtype):
+    if np.dtype(dtype) == np.float16:
+        # the exact value rounded once to float16 (2^-11 relative), plus float32 sums
+        return 2e-3
     return 1e-5 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-12
 
 
@@ -375,7 +379,7 @@ def bad_inputs(binary, tmp):
         ["contract", "ij->ji", os.path.join(tmp, "does_not_exist.npy")],
         ["contract", "ij->ji", ints],  # unsupported element type
         ["contract", "ij,jk", "--sizes", "i=2,j=2"],  # missing size
-        ["contract", "ij,jk", "--sizes", "i=2,j=2,k=2", "--dtype", "f16"],
+        ["contract", "ij,jk", "--sizes", "i=2,j=2,k=2", "--dtype", "i8"],
     ]
     failures = []
     for args in cases:
@@ -403,7 +407,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(N_SPECS):
             spec, shapes = gen_spec(rng, i)
-            for dtype in DTYPES:
+            for dtype in DTYPES + [np.float16]:
                 case_id = f"{i}_{np.dtype(dtype).name}"
                 try:
                     msg = one_case(binary, rng, tmp, case_id, spec, shapes, dtype)

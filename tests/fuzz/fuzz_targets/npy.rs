@@ -12,12 +12,12 @@ mod error;
 #[allow(dead_code, unused_macros, unused_imports)]
 mod npy;
 
-use npy::AnyArray;
+use npy::{AnyArray, CliElement};
 
-/// Writes `a` as `.npy` bytes.
-fn bytes<T: ndarray_npy::WritableElement>(a: &ndarray::ArrayD<T>) -> Vec<u8> {
+/// Writes `a` as `.npy` bytes, as `ttgt contract -o` does.
+fn bytes<T: CliElement>(a: &ndarray::ArrayD<T>) -> Vec<u8> {
     let mut out = Vec::new();
-    ndarray_npy::WriteNpyExt::write_npy(a, &mut out).expect("writing to memory");
+    T::write_npy(a, &mut out).expect("writing to memory");
     out
 }
 
@@ -26,6 +26,8 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let back = match &a {
+        AnyArray::F16(x) => bytes(x),
+        AnyArray::BF16(x) => bytes(x),
         AnyArray::F32(x) => bytes(x),
         AnyArray::F64(x) => bytes(x),
         AnyArray::C32(x) => bytes(x),
@@ -34,6 +36,12 @@ fuzz_target!(|data: &[u8]| {
     let b = npy::parse_any(&back, "written").expect("a written array reads back");
     let same = match (&a, &b) {
         // Bitwise: NaN payloads included.
+        (AnyArray::F16(x), AnyArray::F16(y)) => {
+            x.shape() == y.shape() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+        }
+        (AnyArray::BF16(x), AnyArray::BF16(y)) => {
+            x.shape() == y.shape() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+        }
         (AnyArray::F32(x), AnyArray::F32(y)) => {
             x.shape() == y.shape() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
         }

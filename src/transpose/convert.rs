@@ -5,7 +5,7 @@
 //! (F16C where the CPU has it), others through a small buffer. A conversion runs on the
 //! calling thread: cut over two threads it ran slower (`docs/TUNING.md`).
 
-use super::strided::{check_dims, for_each_row, walk_order};
+use super::strided::{check_dims, for_each_row, inner_of, walk_order};
 use crate::error::Result;
 use crate::tensor::{Element, StridedView, StridedViewMut};
 
@@ -74,10 +74,7 @@ fn convert<S: Element, D: Element, V: Via<S, D>>(
     let order = walk_order(&dl);
     let (dims, ss, ds) = (dl.dims(), src.layout().strides(), dl.strides());
     let (sp, dp) = (src.as_ptr(), dst.as_mut_ptr());
-    let (n, is, id) = match order.last() {
-        Some(&i) => (dims[i], ss[i], ds[i]),
-        None => (1, 0, 0),
-    };
+    let (n, is, id) = inner_of(dims, ss, ds, &order);
     let mut sbuf = [S::zero(); RUN];
     let mut dbuf = [D::zero(); RUN];
     for_each_row(dims, ss, ds, &order, |os, od| {

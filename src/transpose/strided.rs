@@ -56,7 +56,7 @@ pub(super) fn for_each_row(
     }
 }
 
-fn inner_of(
+pub(super) fn inner_of(
     dims: &[usize],
     src: &[isize],
     dst: &[isize],

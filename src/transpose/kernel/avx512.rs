@@ -41,10 +41,10 @@ const fn stage<const N: usize>(s: usize) -> ([i64; N], [i64; N]) {
     (lo, hi)
 }
 
-const fn narrow(x: [i64; 16]) -> [i32; 16] {
-    let mut y = [0i32; 16];
+const fn narrow<const N: usize>(x: [i64; N]) -> [i32; N] {
+    let mut y = [0i32; N];
     let mut i = 0;
-    while i < 16 {
+    while i < N {
         y[i] = x[i] as i32;
         i += 1;
     }
@@ -66,21 +66,11 @@ static IDX32: [[[i32; 16]; 2]; 4] = [
 ];
 static IDX64: [[[i64; 8]; 2]; 3] = [[S8[0].0, S8[0].1], [S8[1].0, S8[1].1], [S8[2].0, S8[2].1]];
 
-const fn narrow8(x: [i64; 8]) -> [i32; 8] {
-    let mut y = [0i32; 8];
-    let mut i = 0;
-    while i < 8 {
-        y[i] = x[i] as i32;
-        i += 1;
-    }
-    y
-}
-
 /// The 8-lane stages' indices for dword lanes of 256-bit rows.
 static IDX32X8: [[[i32; 8]; 2]; 3] = [
-    [narrow8(S8[0].0), narrow8(S8[0].1)],
-    [narrow8(S8[1].0), narrow8(S8[1].1)],
-    [narrow8(S8[2].0), narrow8(S8[2].1)],
+    [narrow(S8[0].0), narrow(S8[0].1)],
+    [narrow(S8[1].0), narrow(S8[1].1)],
+    [narrow(S8[2].0), narrow(S8[2].1)],
 ];
 
 #[inline(always)]

@@ -1,7 +1,8 @@
 //! [`ContractionPlan`]: a spec bound to operand layouts, its candidates priced by the cost
 //! models, and the chosen one.
 
-use super::candidate::{enumerate, problem_bytes, Candidate, Problem, StepCosts};
+use super::candidate::{problem_bytes, Candidate, Problem, StepCosts};
+use super::enumerate::enumerate;
 use super::groups::in_order_of;
 use super::loops::{loops_alone, loops_candidate};
 use super::options::{Epilogue, PlanOptions};

@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
-use super::candidate::{Candidate, Labels, Problem, StepCosts, EXECUTE_CALL_SECONDS};
+use super::candidate::{Candidate, Labels, Problem, StepCosts};
 use super::groups::stride_of;
 use super::options::{PlanOptions, PlanTuning};
+use super::price::EXECUTE_CALL_SECONDS;
 use crate::einsum::Label;
 use crate::model::{nested_loops_seconds, profile_for, GemmLibrary};
 use crate::tensor::DType;

@@ -9,6 +9,7 @@
 mod cache;
 mod candidate;
 mod contraction;
+mod enumerate;
 mod explain;
 mod groups;
 mod loops;
@@ -17,6 +18,7 @@ mod path;
 mod path_flops;
 mod path_time;
 mod prepare;
+mod price;
 mod refine;
 mod slicing;
 mod storage;
@@ -25,10 +27,7 @@ pub use cache::{
     better_on_one_thread, cached_contraction_plan, cached_path, clear_plan_caches,
     CONTRACTION_CACHE_CAPACITY, PATH_CACHE_CAPACITY, SINGLE_THREAD_BELOW_SECONDS,
 };
-pub use candidate::{
-    Candidate, CandidateKind, GettRun, InPlaceC, Labels, StepCosts, TiledC, COPY_STEP_SECONDS,
-    EXECUTE_CALL_SECONDS,
-};
+pub use candidate::{Candidate, CandidateKind, GettRun, InPlaceC, Labels, StepCosts, TiledC};
 pub use contraction::ContractionPlan;
 pub(crate) use groups::{axes_of, axis_of, fuse_axes, packed_layout, stride_of};
 pub use loops::{LoopDim, NestedLoops, LOOPS_ALONE_SECONDS, LOOPS_MAX_PRODUCTS};
@@ -43,6 +42,7 @@ pub use path_time::{
     TIME_SEARCH_SHARE, TIME_SWITCH_MARGIN,
 };
 pub use prepare::OperandPrep;
+pub use price::{COPY_STEP_SECONDS, EXECUTE_CALL_SECONDS};
 pub(crate) use refine::Refinement;
 pub use refine::{
     refinement_enabled, set_refinement, ALTERNATIVES, PREDICTED_WITHIN, PRUNE_ABOVE,

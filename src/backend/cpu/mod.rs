@@ -5,9 +5,11 @@
 mod calibrate;
 mod execute;
 mod gemm;
+mod gemm_loops;
 pub(crate) mod gett;
 mod half;
 mod loops;
+mod measure;
 
 pub use calibrate::{
     calibrate_gemm, calibrate_gemm_concurrency, calibrate_machine, time_gemm, time_gemm_in,

@@ -10,5 +10,6 @@ pub mod contract;
 pub mod device;
 #[cfg(feature = "cuda-emu")]
 pub mod emu;
+pub mod gemm_call;
 pub mod kernels;
 pub mod ttlg;

@@ -16,6 +16,7 @@ mod loops;
 mod options;
 mod path;
 mod path_flops;
+mod path_notation;
 mod path_time;
 mod prepare;
 mod price;

@@ -16,7 +16,7 @@
 
 use crate::einsum::{parse, IndexKind, Label};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Element, Layout};
+use crate::tensor::{DType, Layout};
 
 use super::gemm_call::{blas_call, fuse};
 pub use super::gemm_call::{
@@ -588,7 +588,7 @@ pub fn shortlist(plans: &[GpuContractionPlan], max: usize) -> Vec<usize> {
 /// # }
 /// ```
 #[cfg(feature = "cuda-emu")]
-pub fn execute_emulated<T: Element>(
+pub fn execute_emulated<T: crate::tensor::Element>(
     plan: &GpuContractionPlan,
     alpha: T,
     a: &[T],

@@ -241,8 +241,8 @@ fn run_typed<T: Element>(case: &NetworkCase, o: &NetworkBenchOptions) -> Result<
     }
     let threads = o.threads.max(1);
     // The result goes into one output reused by every run, as the GEMMs' C is: a fresh one
-    // would add the page faults of its first touch (on this kind of host, a 42 MB result
-    // took 8–21 ms to fault in, more than its GEMM).
+    // would add the page faults of its first touch, which can cost more than the GEMM
+    // (`docs/TUNING.md`).
     let (_, out_term) = case.spec.split_once("->").unwrap_or((&case.spec, ""));
     let out_shape = shape_of(out_term, &ext);
     let data = crate::tensor::zeroed::<T>(Layout::row_major(&out_shape)?.len(), "the result")?;

@@ -126,8 +126,7 @@ pub fn best_copy_seconds(bytes: usize, threads: usize, repeat: usize) -> Result<
 /// Copy bandwidth (GB/s, bytes read + written) for 1..=`available_parallelism` threads,
 /// copying `bytes` bytes: the best of eight rounds that each time every thread count in
 /// turn on the same buffers, so that a slow spell of a shared machine's memory does not
-/// decide one thread count's figure alone (single best-of-three probes of the 2-thread copy
-/// ranged from 42 to 104 GB/s on the Zen 5 host).
+/// decide one thread count's figure alone (see `docs/TUNING.md`).
 pub fn probe_copy(bytes: usize) -> Vec<f64> {
     let max = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -260,9 +259,8 @@ struct Timed {
 
 /// Times a training case beside a copy of the same bytes (`copy_from_slice` from its A to
 /// its B on the same threads), alternated, so that its factor compares it with the copy as
-/// fast as the machine's memory was at that moment: on a shared host the copy probe alone
-/// moved 19–24 GB/s at one thread between three calibrations of one hour, while the
-/// transpositions did not.
+/// fast as the machine's memory was at that moment: a shared machine's copy rate drifts
+/// where the transpositions' does not (see `docs/TUNING.md`).
 fn time_typed<T: Element>(
     perm: &[usize],
     dims: &[usize],
@@ -501,7 +499,7 @@ fn rule_gain(
 
 /// TTC cases (row-major extents, f32, and their permutations) whose SIMD tiles continue A
 /// rows a page or more apart, the plans the far-row prefetch rule decides: ttc-16, -20,
-/// -21, -32, -46 and -48 (ttc-20 and -32 lost a little to prefetching on the Xeon host).
+/// -21, -32, -46 and -48 (some lose a little to prefetching; see `docs/TUNING.md`).
 const FAR_ROW_PROBES: [(&[usize], &[usize]); 6] = [
     (&[75, 96, 75, 96], &[3, 0, 2, 1]),
     (&[75, 96, 12, 608], &[2, 0, 3, 1]),
@@ -633,12 +631,9 @@ fn fit_transpose(bytes: usize, threads: usize) -> Result<(TransposeCoeffs, Optio
             return default;
         }
         let x = (v.iter().sum::<f64>() / v.len() as f64).exp();
-        // Streamed kernels can beat a copy that reads each destination line before writing
-        // it by about its 1.5x fewer bytes; a fit far above that comes from a copy probe
-        // taken in a slow spell of a shared machine's memory (2-thread copies varied 45–80
-        // GB/s on the Zen 5 host), and priced write-backs at rates contractions never saw.
-        // (On the Zen 4 host, whose copy reference streams, whole classes of the 720
-        // permutations run at 1.3-1.5x the copy's speed: the bound sits above that.)
+        // Streamed kernels beat a copy that reads each line before writing it by about its
+        // 1.5x fewer bytes, whole classes a little more; a fit far above that comes from a
+        // copy probe taken in a slow spell (`docs/TUNING.md`).
         (1.0 / x).clamp(0.02, 1.8)
     };
     let d = TransposeCoeffs::default();

@@ -7,9 +7,8 @@
 //! from memory or from the last-level cache, as a loop's calls do, or (a tiled write-back's
 //! calls) write C blocks that stay in cache ([`OperandSource`]), while the one-thread model is
 //! fitted on calls that write the same C again. So the per-shape factors also carry the cost
-//! of writing C from memory, which depends on the shape and the layout class: on the Zen 5
-//! host, `gemm`-crate f64 calls of 384×24×24 with A row-major lost 0.26–0.27 ns per C
-//! element to a cold C, and with A column-major 0.10.
+//! of writing C from memory, which depends on the shape and the layout class (see
+//! `docs/TUNING.md`).
 
 use std::str::FromStr;
 

@@ -11,9 +11,7 @@
 //! ([`GemmCoeffs::nominal`]), and plans say so.
 //!
 //! Libraries run at different rates depending on whether A and B are row- or column-major
-//! (on a 2-core AVX-512 host the `gemm` crate ran a 384×376×147456 f32 product at 290
-//! GFLOP/s with B row-major and 193 with B column-major, and a 677376×24×96 one at 290 with A
-//! row-major and 189 with A column-major), so coefficients are fitted per [`GemmLayout`]: the
+//! (`docs/TUNING.md`), so coefficients are fitted per [`GemmLayout`]: the
 //! layout class of a call once C is made row-major (a call whose C is column-major is priced
 //! as its transpose, Cᵀ = Bᵀ·Aᵀ).
 
@@ -373,8 +371,8 @@ impl GemmCoeffs {
     /// layout, so its micro-kernel's rate is the same for every layout class, and a layout
     /// changes only the packing (the per-element costs) and C's write pattern. Fitted freely
     /// on the fewer and smaller shapes the other classes are measured on, the rate came out
-    /// 5–11 % faster than the row-major one for both libraries, which steered large GEMMs to
-    /// transposed layouts (and GEMM-shaped contractions to a needless copy).
+    /// faster than the row-major one, which steered large GEMMs to transposed layouts (and
+    /// GEMM-shaped contractions to a needless copy; see `docs/TUNING.md`).
     ///
     /// ```
     /// use ttgt::{DType, model::{GemmCoeffs, GemmLibrary, Profile}};
@@ -674,9 +672,9 @@ pub fn gemm_seconds(
 
 /// Predicted seconds of a matrix-vector product (a GEMM call with `m == 1` or `n == 1`),
 /// which the CPU backend streams whatever the library (`backend/cpu/gemm/gemv.rs`): its
-/// matrix read once at this machine's copy rate (on the Zen 4 host, 2500x2500 f64 ran at
-/// 1.1-1.5x the copy rate's bytes per second at 1 and 2 threads; the copy rate counts the
-/// bytes read and written), plus [`GEMV_CALL_SECONDS`]. `None` for any other shape.
+/// matrix read once at this machine's copy rate (which counts bytes read and written; a
+/// read-only stream keeps up with it, see `docs/TUNING.md`), plus [`GEMV_CALL_SECONDS`].
+/// `None` for any other shape.
 ///
 /// ```
 /// use ttgt::{DType, model::{gemv_seconds, profile}};

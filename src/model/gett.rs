@@ -384,9 +384,7 @@ const SMALL_K_TILE_STEPS: f64 = 6.0;
 /// Share of our GEMM's rate on a 512³ problem (in cache, from the fitted model) that the
 /// kernels sustain inside a GETT run over memory-resident tensors, and share of the copy
 /// bandwidth at which a GETT run's bytes move (gathers of block rows, C updated in place).
-/// From a first fit on the 48 TCCG contractions (f64, 2 threads, AMD EPYC host,
-/// 2026-11-23) made before a fix to the engine's split of swapped problems: placeholders
-/// until a refit.
+/// Placeholders from a first fit on the TCCG set, until a refit (see `docs/TUNING.md`).
 const GETT_RATE_SHARE: f64 = 0.93;
 const GETT_MEMORY_SHARE: f64 = 0.63;
 

@@ -442,7 +442,7 @@ pub fn profile() -> Profile {
 
 /// Bytes of operands and result (together) from which a contraction's plan waits for this
 /// machine's profile when none is loaded: the stored one, else the copy-bandwidth probe
-/// (some 40 ms on a 2-core host, once per process). Smaller problems run from the caches,
+/// (once per process; its cost is in `docs/TUNING.md`). Smaller problems run from the caches,
 /// where the DRAM copy rate does not decide their speed, and are planned with
 /// [`provisional_profile`] instead, so that a program's first small contraction does not
 /// pay for the probe.

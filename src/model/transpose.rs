@@ -112,8 +112,7 @@ pub(crate) fn unit_costs(plan: &TransposePlan, beta_nonzero: bool, bw: f64) -> C
             }
             // Remainders narrower than a micro-tile run through masked edge micro-tiles; tiles
             // whose rows are not whole lines (remainders, rows split across lines) form a
-            // class of their own: on the odd-extent TTC set they ran at half the speed of the
-            // aligned set.
+            // class of their own, well below aligned tiles (see `docs/TUNING.md`).
             let odd = |n: usize| !(n * es as usize).is_multiple_of(64);
             if odd(i.n) || odd(j.n) {
                 Costs {
@@ -132,9 +131,8 @@ pub(crate) fn unit_costs(plan: &TransposePlan, beta_nonzero: bool, bw: f64) -> C
                 }
             } else if streamed && bj >= j.n && i.sb.unsigned_abs() == j.n {
                 // B rows of the whole B-side extent, one after another: each macro-tile
-                // writes one contiguous block (on the Zen 4 host the 120 such 16x16 f32
-                // tiles of the 720 permutations ran 1.3-1.4x the copy's speed, the other
-                // streamed tiles 0.9-1.1x).
+                // writes one contiguous block, faster than other streamed tiles (see
+                // `docs/TUNING.md`).
                 Costs {
                     tile_contiguous_b: cost,
                     ..Costs::default()

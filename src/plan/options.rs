@@ -87,7 +87,5 @@ pub const DEFAULT_TILE_BYTES: usize = 512 << 10;
 /// [`PlanOptions::tile_bytes`] is not set: where no set of C's labels gives blocks between
 /// 1/64 and all of 512 KiB with long GEMM calls, a block of one or two megabytes still stays
 /// in the last-level cache. Such blocks are priced as not resident in L2 (their GEMM calls
-/// write C at the memory's rate). On tccg-32 (f64, 2 threads, Zen 4 host, no calibration)
-/// the 1.15 MB blocks of 384×384×24 calls ran 24–31 ms, where the plan chosen without them
-/// (a 302 MB temporary transposed into C) ran 62–70 ms.
+/// write C at the memory's rate); see `docs/TUNING.md`.
 pub const WIDE_TILE_BYTES: usize = 2 << 20;

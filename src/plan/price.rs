@@ -45,13 +45,7 @@ const RUN_HEAD_LINES: usize = 2;
 
 /// Lines at the start of each contiguous run of a strided A or B block that
 /// [`access_penalty`] prices as scattered: past its first 2 KiB the hardware prefetcher
-/// streams a run. Measured on the Xeon host (f64, 2 threads, same profile, three alternated
-/// runs): tccg-6 and -8 read A packed with K outermost, whose 32 rows of 12 KiB per call lie
-/// 19 MB apart, in 1536 calls of 1536x24x32 at 0.56 and 0.64 of the same-size GEMM against
-/// 0.48 and 0.46 with the K-innermost pack the full price chose (its transposition is also
-/// the slower one); tccg-8 in f32 0.71 against 0.54. Runs of up to 2 KiB keep the full price
-/// (tccg-2, f64: 39-line rows kept its one-GEMM plan, which beat the loop of in-place calls
-/// that capping at 1 KiB chose).
+/// streams a run (see `docs/TUNING.md`).
 const RUN_STREAMED_AFTER_LINES: usize = 32;
 
 /// Extra seconds a GEMM call spends on an operand block that is not one contiguous run of
@@ -62,12 +56,8 @@ const RUN_STREAMED_AFTER_LINES: usize = 32;
 /// With `head_only` (the C block, which the library's micro-kernel writes a few lines per
 /// row at a time whether the rows are adjacent or not) only the first [`RUN_HEAD_LINES`]
 /// lines of each run count as scattered, so runs of four lines and more cost nothing extra.
-/// Measured on tccg-39 (2 threads, Zen 5): 400 f32 GEMM calls writing 480 rows of 1.9 KiB
-/// each in place in C ran in 14.5 ms where the full-row price had them at 30.7 ms, and the
-/// planner chose a 33 ms plan (f64: 16 ms over 10–12 ms plans). A and B keep the full price:
-/// the libraries pack them from each row in turn, and pricing their long runs at the head
-/// too picked loops of small in-place calls that ran slower (tccg-5, f64: 72×24×72 calls,
-/// 10.9 → 14.1 ms); only lines past [`RUN_STREAMED_AFTER_LINES`] in one run are free.
+/// A and B keep the full price: the libraries pack them from each row in turn; only lines
+/// past [`RUN_STREAMED_AFTER_LINES`] in one run are free (see `docs/TUNING.md`).
 fn access_penalty(
     rows: (usize, isize),
     cols: (usize, isize),
@@ -162,16 +152,12 @@ type TileKey = (Vec<Label>, Vec<Label>, usize);
 
 /// The block buffer of a tiled write-back is read from cache, not memory: its transposition
 /// into C is priced at this share of an out-of-place transposition of the same bytes. With
-/// the calls' price taking C kept in cache (`OperandSource::Resident`), the write-back of
-/// the f64 rank-6 TCCG cases (302 MB of C in 4096 blocks of 384×24, 2 threads, Zen 5 host)
-/// took 7.2–7.9 ms where 0.6 priced it at 6.3.
+/// the calls' price taking C kept in cache (`OperandSource::Resident`); see `docs/TUNING.md`.
 const CACHED_BLOCK_SHARE: f64 = 0.72;
 
 /// Extra seconds per contiguous run of a tiled write-back's block in C when consecutive runs
 /// are far apart (a TLB or DRAM-row miss per run, which the transposition model, seeing only
-/// the share of each cache line used, does not price): the ccsd(t) blocks of
-/// TCCG (384 runs of 24 f64, megabytes apart) took about 8.5 µs per block beyond their price
-/// on the Zen 5 host, some 22 ns per run.
+/// the share of each cache line used, does not price; see `docs/TUNING.md`).
 const SCATTERED_RUN_SECONDS: f64 = 20e-9;
 
 /// Successive runs at least this far apart (bytes) count as scattered: blocks whose 192-byte
@@ -351,9 +337,7 @@ pub const EXECUTE_CALL_SECONDS: f64 = 9e-7;
 /// Extra seconds per row, per thread, of a copy whose rows (the run both sides share) are
 /// shorter than [`SCATTERED_GAP_BYTES`]: consecutive rows lie far apart on one side at
 /// least, and each costs a TLB or DRAM-row miss that the transposition model, which sees the
-/// share of each cache line used, does not price. Measured on tccg-32 (f64, 2 threads, Zen 5
-/// host): writing its 302 MB temporary into C in 1.57 million rows of 24 elements took
-/// 13.8 ms against a price of 7.0 ms, some 9 ns per row and thread beyond it.
+/// share of each cache line used, does not price (see `docs/TUNING.md`).
 const SHORT_ROW_SECONDS: f64 = 9e-9;
 
 /// The layout of an operand as the GEMM sees it: packed row-major in `order`, or as it is.
@@ -446,14 +430,13 @@ impl CallPrice {
 const REUSED_BLOCK_BYTES: usize = 256 << 10;
 
 /// Largest total of A and B (bytes) that [`geometry`] takes to stay in the last-level cache
-/// while a loop of GEMM calls writes C: a quarter of the 32 MiB L3 of the Zen 5 host, so
-/// that C's write stream and the other core's data leave it there.
+/// while a loop of GEMM calls writes C: a quarter of a 32 MiB L3, so that C's write stream
+/// and the other core's data leave it there (see `docs/TUNING.md`).
 const CACHED_OPERAND_BYTES: usize = 8 << 20;
 
 /// Largest C (bytes) that a loop of GEMM calls leaves in cache: a larger one goes to memory
-/// block by block ([`CallPrice::c_memory_bytes`]). A sequential loop of 16 two-thread calls
-/// of 6144×384×24 writing 302 MB of C (f64, tccg-33, Xeon host) ran 39.9 ms where the GEMM
-/// model priced it at 14.4 ms; writing and first reading C at the copy rate is 22.6 ms.
+/// block by block ([`CallPrice::c_memory_bytes`]): priced as cached, larger C ran far above
+/// its price (see `docs/TUNING.md`).
 const CACHED_C_BYTES: usize = 32 << 20;
 
 /// Largest block buffer (bytes) of a tiled write-back that [`geometry`] takes to stay in

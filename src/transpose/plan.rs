@@ -74,20 +74,14 @@ pub struct TransposeOptions {
 }
 
 /// How far ahead, in bytes of A, the tiles' software prefetch runs by default
-/// ([`TransposeOptions::prefetch_distance`]). One unit ahead was too close for small tiles:
-/// a 16x16 f32 tile reads 1 KiB, and the prefetch of the next one, issued about 150 ns
-/// before its loads, did not hide the memory's latency. With 16 KiB of tiles ahead, the 720
-/// permutations of 16^6 f32 whose B-fastest dim is A's dim 3 (16x16 tiles, A rows 1 KiB
-/// apart) ran 1.73x as fast (geomean, 1 thread, Zen 4 host); 4 and 8 KiB gave 1.57x and
-/// 1.65x. Tiles of 16 KiB and more still prefetch the next unit.
+/// ([`TransposeOptions::prefetch_distance`]): one unit of a small tile ahead does not hide
+/// the memory's latency; tiles of 16 KiB and more still prefetch the next unit (see
+/// `docs/TUNING.md`).
 pub const PREFETCH_AHEAD_BYTES: usize = 16 << 10;
 
 /// Tensors smaller than this are transposed by the calling thread as one task when it is
 /// not a worker of a rayon pool of the plan's thread count: waking the pool's workers then
-/// costs more than the copy (15-21 us a parallel region entered from outside the pool on
-/// the 2-core Zen 4 host, 0.5 us from inside it, against 1-6 us to copy up to 110 KB; a
-/// contraction of 4³ tensors that packs one operand, called from the main thread, ran
-/// 20-29 us, now 6).
+/// costs more than the copy (see `docs/TUNING.md`, "Host rules and pool wake-ups").
 ///
 /// ```
 /// assert_eq!(ttgt::transpose::PARALLEL_MIN_BYTES, 64 << 10);
@@ -444,10 +438,8 @@ impl TransposePlan {
         // mattering (whole aligned lines, written without being read): order by A stride
         // instead, so that the batch and the loops around it read A sequentially.
         // Long rows (8 KiB and more) are folded too where the streamed batch copy reads them
-        // in groups ([`kernel::groups_rows`]): ttc-5's rows of 2144 f32, one after another
-        // in A, ran at 0.74 of copy one per unit and 1.09 as a grouped batch (1 thread, an
-        // AVX-512 Xeon); batched without groups, 16 KiB rows 256 KiB apart (one of the 720
-        // permutations) ran 0.87x as fast as one per unit.
+        // in groups ([`kernel::groups_rows`]); batched without groups they ran slower than
+        // one per unit (`docs/TUNING.md`, `ROW_GROUPS`).
         self.row_batch = None;
         if let KernelKind::Rows { n } = self.kernel {
             let es = self.dtype.size_bytes();
@@ -579,10 +571,7 @@ impl TransposePlan {
     /// then writes four lines of every B row instead of one, and the A rows a strip reads
     /// continue through four micro-tiles. Not where A's J rows are a multiple of a page
     /// apart (the rows share cache sets, as for the regrouped nest). Part of the scattered-
-    /// line remedies that [`scatter_regroup`] turns on: on the Zen 4 host the 42 such tiles
-    /// of the 720 permutations of 16^6 f32 ran 1.53x as fast (geomean, 1 thread; up to 3.2x
-    /// where B's fastest dim is A's dim 3, rows 1 KiB apart) and 1.32x at 2 threads, with no
-    /// TTC plan changed (their tiles have longer A rows).
+    /// line remedies that [`scatter_regroup`] turns on (see `docs/TUNING.md`).
     fn widen_one_line_tiles(&mut self) {
         let KernelKind::Tile { i, j, simd: true } = self.kernel else {
             return;
@@ -610,11 +599,8 @@ impl TransposePlan {
     /// innermost): each visit then writes four lines of 64 B rows instead of one line of
     /// thousands. Where: at least [`SQUARE_MIN_ROWS`] A-side rows, a B-side dim of at least
     /// 1 KiB and no longer than the A-side one. Part of the scattered-line remedies that
-    /// [`scatter_regroup`] turns on. On the Zen 4 host (TTC f32, 1 thread, alternated twice)
-    /// the four such tiles ran 1.28x as fast (ttc-1, 7248x7248: 0.80 -> 1.18 of copy; ttc-7
-    /// 0.88 -> 1.21), and seven of the 720 permutations 1.18x (1.04x drift); at two threads the
-    /// same tiles ran 0.97x, and with B rows longer than A's (ttc-3, 1216x43408; ttc-9) or
-    /// short (ttc-23, 608x96) 0.7-0.94x, so neither takes it.
+    /// [`scatter_regroup`] turns on; it gains on one thread only, and not with B rows longer
+    /// than A's or short (see `docs/TUNING.md`).
     fn square_long_strips(&mut self) {
         let (Some(loops), KernelKind::Tile { i, j, simd: true }) =
             (&self.stream_loops, self.kernel)
@@ -818,12 +804,8 @@ impl TransposePlan {
     /// [`STREAM_MIN_BYTES`]; tiles whose A-side run is a single cache line (e.g. 16 f32) as
     /// the host's rule says ([`line_tile_streaming`]), except that those whose B rows are
     /// adjacent (one contiguous write per unit) and A rows at least 256 KiB apart always
-    /// stream. On the AVX2 host's 720-permutation set (16^6 f32, streamed and ordinary stores
-    /// alternated in one run, twice) ordinary stores were 5–25 % faster on the other
-    /// one-line-run tiles (geomean per B-row distance; up to 1.7x on single cases), while
-    /// adjacent B rows read from A rows 256 KiB and more apart streamed 1.3–1.6x faster; on
-    /// the Zen 5 host streaming won in every class. Longer A runs (the TTC set: 128 B and up)
-    /// favour streaming by 1.5–4x on both.
+    /// stream: they streamed faster on every machine measured, as longer A runs do (see
+    /// `docs/TUNING.md`).
     fn streams_by_default(&self) -> bool {
         let es = self.dtype.size_bytes();
         let big = self.norm.elements() * es >= STREAM_MIN_BYTES;
@@ -854,13 +836,12 @@ impl TransposePlan {
     /// The rule: yes, except where the next unit continues the same A rows (the innermost
     /// repeating loop steps along them by one macro-tile) and those rows are at least a page
     /// apart. There every row of a micro-tile is a stream of its own that the hardware
-    /// prefetchers follow, and the extra prefetches cost a little (TTC f32, 1 thread, on an
-    /// AVX-512 Xeon: ttc-40 0.64 -> 0.60 of copy, ttc-20 0.83 -> 0.80). Where the tile's rows
-    /// are close together (one or two sequential streams: ttc-22's 96x96 f32 tiles that
-    /// follow each other in A) the prefetch kept more reads in flight: 0.46 -> 0.61. The
-    /// exception is a host rule ([`far_row_prefetch`], measured by `ttgt calibrate`): on the
-    /// Zen 4 host, with the prefetch [`PREFETCH_AHEAD_BYTES`] ahead, those tiles ran faster
-    /// prefetched too.
+    /// prefetchers follow, and the extra prefetches cost a little. Where the tile's rows are
+    /// close together (one or two sequential streams: ttc-22's 96x96 f32 tiles that follow
+    /// each other in A) the prefetch keeps more reads in flight. The exception is a host
+    /// rule ([`far_row_prefetch`], measured by `ttgt calibrate`; with the prefetch
+    /// [`PREFETCH_AHEAD_BYTES`] ahead, some machines run those tiles faster prefetched too;
+    /// see `docs/TUNING.md`).
     ///
     /// ```
     /// use ttgt::{Layout, DType, transpose::{KernelKind, TransposePlan, TransposeOptions}};
@@ -1219,8 +1200,8 @@ impl TransposePlan {
     /// Whether this execution runs as one task on the calling thread although the plan has
     /// several: the tensor is under [`TransposeOptions::parallel_min_bytes`] and the caller
     /// is not a worker of a pool of the plan's size, so that handing out tasks would wake
-    /// other threads (15-21 us a parallel region on the Zen 4 host; from inside such a pool,
-    /// where the caller starts on the tasks at once, 0.5 us).
+    /// other threads (from inside such a pool the caller starts on the tasks at once; see
+    /// `docs/TUNING.md`).
     fn run_inline(&self) -> bool {
         self.small_for_threads() && wakes_threads(self.threads)
     }
@@ -1332,10 +1313,8 @@ impl TransposePlan {
     /// [`kernel::ROW_GROUPS`] units' batches at once, the batch dimension and the row length
     /// in bytes, when `units`
     /// units of this execution are enough for one set. Every destination row must be
-    /// line-aligned (B's start and every B stride of the nest whole lines). On an AVX-512
-    /// Xeon a C probe of ttc-28's pattern (48 rows of 32 f32 per unit, units following each
-    /// other in A) ran at 19.1 GB/s unit by unit and 25.1 with four units a quarter of the
-    /// range apart, against 25.1 for `memcpy`.
+    /// line-aligned (B's start and every B stride of the nest whole lines). Several read
+    /// streams keep more lines in flight than one (`docs/TUNING.md`, `ROW_GROUPS`).
     fn unit_sets<T: Element>(
         &self,
         loops: &[Loop],

@@ -72,11 +72,8 @@ pub fn set_line_tile_streaming(stream: Option<bool>) {
 }
 
 /// Whether one-line-run tiles stream by default (see [`set_line_tile_streaming`]). Without
-/// a setting: on AVX-512 CPUs yes, else no. That is what was measured on the two hosts this
-/// was decided on (16^6 f32, all 720 permutations, both store kinds alternated): on a Zen 5
-/// (AVX-512) host streaming ran 1.23x faster at one thread and 1.36x at two (geomean over
-/// the one-line-run tiles' classes 1.14–1.95x), on an AVX2 host ordinary stores ran 5–25 %
-/// faster except where B rows are adjacent and A rows far apart.
+/// a setting: on AVX-512 CPUs yes, else no, as measured on one machine of each kind (see
+/// `docs/TUNING.md`).
 ///
 /// ```
 /// let _default: bool = ttgt::transpose::line_tile_streaming();

@@ -4,10 +4,10 @@
 //!
 //! Tiled directly, such a transposition reads A in runs of one tile row and writes B in rows
 //! that start inside a line, so B cannot be streamed and every line of B is read before it is
-//! written; rows of 15 f64 ran at 0.13 of the machine's best copy where rows of 16 ran at 0.6
-//! (`docs/TUNING.md`). A staged execution takes a macro-tile of `p` steps of the loop next to
-//! A's stride-1 dim by `q` steps of the dim that follows B's stride-1 dim in B (so that B's
-//! part of the macro-tile is made of runs `q` rows long), transposes it tile by tile into a
+//! written, at a fraction of the speed of whole-line tiles (`docs/TUNING.md`). A staged
+//! execution takes a macro-tile of `p` steps of the loop next to A's stride-1 dim by `q`
+//! steps of the dim that follows B's stride-1 dim in B (so that B's part of the macro-tile
+//! is made of runs `q` rows long), transposes it tile by tile into a
 //! thread-local buffer laid out like B's runs, and copies each run to B with streaming
 //! stores (whole lines streamed, the partial lines at the two ends of a run stored plainly).
 

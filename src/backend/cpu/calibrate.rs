@@ -168,9 +168,7 @@ pub fn time_gemm_in(
 
 /// Rounds of [`time_shapes_in`]: each round times every shape once, so a slow spell of a
 /// shared host lasting less than a round falls on one sample of each shape, not on all of
-/// one shape's samples (the compute rate fitted at 2 threads on the Zen 5 host came out at
-/// 90 and at 70 GFLOP/s in two calibrations an hour apart when every shape's repetitions
-/// ran back to back).
+/// one shape's samples (see `docs/TUNING.md`).
 const CALIBRATION_ROUNDS: usize = 3;
 
 /// Operands up to this many bytes get an untimed call before each timed one, so that every
@@ -316,11 +314,8 @@ type Aligned<T> = (Vec<T>, usize);
 
 /// Bytes each thread's A, B and C blocks of the concurrent-call probe cycle through so that
 /// they come from and go to memory: the last-level cache's size as the OS reports it, at
-/// least 32 MiB and at most 1 GiB. On the Xeon host (an L3 reported as 480 MiB), a round's
-/// calls that wrote the same 32 MiB of C blocks per thread as the round before measured f64
-/// calls of 384×384×24 at 1.1–1.2× their one-thread price, 128 MiB at 1.9× and 480 MiB at
-/// 2.0–2.2×, and the ccsd(t) contractions whose loops write 302 MB of C in such calls ran
-/// 2–3× the price the 32 MiB probe gave.
+/// least 32 MiB and at most 1 GiB: a smaller cycle leaves C blocks in a large L3 and prices
+/// loops that write C to memory too low (see `docs/TUNING.md`).
 fn memory_cycle_bytes() -> usize {
     crate::model::last_level_cache_bytes()
         .unwrap_or(0)
@@ -535,10 +530,8 @@ fn probe_concurrency_typed<T: Element>(
 
 /// The shapes of the concurrent-call probe: the small and skinny calls that parallel loops
 /// of a contraction make (every m and n in 24..2048, k in 24..2048, by factors of about 4).
-/// The deep calls (k = 2048) stand for loops of a few calls with a large operand, such as
-/// the ccsd contractions' 72 calls of 5184×72×5184 (f64, 2 threads, Xeon host): priced from
-/// the k = 384 probes at 1.60 s, they ran 2.0–2.3 s, slower than the one 5184³ GEMM that
-/// the planner passed over for them.
+/// The deep calls (k = 2048) stand for loops of a few calls with a large operand, which the
+/// shallower probes price too low (see `docs/TUNING.md`).
 fn concurrency_shapes() -> Vec<(usize, usize, usize)> {
     let mut v = Vec::new();
     for m in [24, 96, 384, 2048] {

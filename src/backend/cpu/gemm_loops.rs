@@ -198,9 +198,8 @@ impl<T: Element> TiledRun<'_, T> {
 }
 
 /// Fewest flops of a parallel loop of GEMM calls that is handed to rayon's workers when the
-/// caller is outside their pool: 4 to 16 calls of 4³ to 16³ ran 18–23 us in parallel from
-/// the main thread, against 3–8 us on it (Zen 4 host, f64), and a parallel region costs
-/// 15–21 us to enter there, the time of about a million flops of small GEMMs.
+/// caller is outside their pool: entering a parallel region from there costs about as much
+/// as a million flops of small GEMMs (see `docs/TUNING.md`).
 pub(super) const PARALLEL_MIN_FLOPS: f64 = 1e6;
 
 /// The GEMM loop nest of one candidate over concrete operands.

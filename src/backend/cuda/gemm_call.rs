@@ -8,9 +8,8 @@ use crate::tensor::{DType, Element};
 
 use super::ttlg::DeviceProps;
 
-/// GEMM rate per byte/s of copy bandwidth for f32 and c32 ([`BlasCall::predicted_seconds`]):
-/// cuBLAS sgemm ran at 48.5-49.4 TFLOP/s on an H200 whose copies moved 4.0-4.2 TB/s
-/// (`docs/bench/gpu_h200_s19_run2_bench_default.jsonl.gz`, TCCG 12 and 20-30).
+/// GEMM rate per byte/s of copy bandwidth for f32 and c32 ([`BlasCall::predicted_seconds`]),
+/// the ratio cuBLAS reaches on current data-centre GPUs (see `docs/TUNING.md`).
 ///
 /// ```
 /// // A 4 TB/s device is taken to run sgemm at 48 TFLOP/s.
@@ -18,11 +17,11 @@ use super::ttlg::DeviceProps;
 /// ```
 pub const GEMM_FLOPS_PER_BYTE: f64 = 12.0;
 
-/// The same for f64 and c64: dgemm ran at 62.5-63.4 TFLOP/s on that H200.
+/// The same for f64 and c64 (devices with fp64 tensor cores; see `docs/TUNING.md`).
 ///
 /// ```
 /// use ttgt::backend::cuda::gemm_call::{GEMM_FLOPS_PER_BYTE, GEMM_FLOPS_PER_BYTE_F64};
-/// assert!(GEMM_FLOPS_PER_BYTE_F64 > GEMM_FLOPS_PER_BYTE); // H200-class: fp64 tensor cores
+/// assert!(GEMM_FLOPS_PER_BYTE_F64 > GEMM_FLOPS_PER_BYTE); // fp64 tensor cores
 /// ```
 pub const GEMM_FLOPS_PER_BYTE_F64: f64 = 15.0;
 
@@ -171,7 +170,7 @@ impl BlasCall {
     /// 5/8 of its tiles; many small products pay for it), and its bytes (operands read once
     /// per product, or once for a batch stride of 0; C written) at the copy bandwidth. The
     /// GEMM rate is the copy bandwidth times [`GEMM_FLOPS_PER_BYTE`] (f32 / c32) or
-    /// [`GEMM_FLOPS_PER_BYTE_F64`] (f64 / c64), the ratios cuBLAS reached on an H200.
+    /// [`GEMM_FLOPS_PER_BYTE_F64`] (f64 / c64).
     ///
     /// ```
     /// use ttgt::backend::cuda::{contract::{BlasCall, GemmShape}, ttlg::DeviceProps};

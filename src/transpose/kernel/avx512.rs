@@ -514,10 +514,8 @@ edge_kernel!(
 
 /// The 64 bytes made of `n` (0 < n < 64, a multiple of 4: every element size is) bytes at
 /// `a` followed by `64 - n` bytes at `b`: two unaligned loads, of the 64 bytes ending at
-/// `a + n` and of the 64 bytes from `b`, joined by one lane shift (`valignd`). On rows of one
-/// to sixteen lines (Zen 5), masked loads that start before `b` instead measured 1.1–1.9x
-/// slower than a scratch block composed by two byte copies, and that 1.05–1.35x slower than
-/// this.
+/// `a + n` and of the 64 bytes from `b`, joined by one lane shift (`valignd`): faster than
+/// masked loads or a scratch block composed by byte copies (see `docs/TUNING.md`).
 ///
 /// # Safety
 /// The CPU has AVX-512F; `a + n - 64 .. a + n` and `b .. b + 64` are readable.

@@ -516,12 +516,8 @@ pub(crate) const WHOLE_MICRO_MAX: usize = 4;
 
 /// A tile that is a small grid of whole `w`×`w` micro-tiles (sides multiples of `w`, at
 /// most [`WHOLE_MICRO_MAX`] micro-tiles), prepared once for a run of such tiles: what
-/// [`tile_simd`] does for it (no edges, no seams), without its per-call set-up. Rank-6
-/// tensors of extent 16 in f32 (16×16 tiles, 65 536 per transposition) spent about a fifth
-/// of the transposition's time in that set-up and the unit loop around it. Larger tiles
-/// amortize the set-up: on the Zen 4 host 42 TTC cases with grids of 4 to 100s of
-/// micro-tiles ran 0.97x as fast through this loop as through [`tile_simd`]'s (1 thread,
-/// alternated twice).
+/// [`tile_simd`] does for it (no edges, no seams), without its per-call set-up, which weighs
+/// on small tiles; larger tiles amortize it (`docs/TUNING.md`, `WHOLE_MICRO_MAX`).
 #[derive(Clone, Copy)]
 pub(crate) struct WholeMicro {
     f: MicroFn,
@@ -981,11 +977,8 @@ pub(crate) const STREAM_ROW_MIN_BYTES: usize = 1024;
 
 /// Groups of rows that a batched streaming row copy without seams reads at once: it copies
 /// a block of one row from each group in turn, so that the reads run as this many streams,
-/// each in its own pages. On an AVX-512 Xeon one sequential read stream kept too few lines
-/// in flight: a C probe of ttc-4's row copies (384×384 rows of 368 f32) ran at 20.5 GB/s row
-/// by row, 25.4 with two groups, 27.2 with four, 27.1 with eight (glibc's `memcpy` of the same
-/// bytes: 24.6).
-/// Only where [`groups_rows`] says so.
+/// each in its own pages: one sequential read stream can keep too few lines in flight (see
+/// `docs/TUNING.md`). Only where [`groups_rows`] says so.
 pub(crate) const ROW_GROUPS: usize = 4;
 
 /// Whether a streamed batch of `count` rows of `bytes` bytes, `sa` bytes apart in the

@@ -80,8 +80,7 @@ fn dot<T: Element>(a: &[T], x: &[T]) -> T {
 
 /// `acc[i] += sum over l of x[l] * col_l[i]` for the columns `cols(l)` (each `acc.len()`
 /// long), eight columns at a time, then four, then one: eight halve the accumulators' loads
-/// and stores per column against four (one thread, Zen 4 host: 2500² `ji,j->i` and
-/// 700×100×100 `kij,k->ij` 4–24 % faster in eight alternated pairs).
+/// and stores per column against four (see `docs/TUNING.md`).
 #[inline(always)]
 fn axpy_columns<'a, T: Element + 'a>(acc: &mut [T], x: &[T], cols: impl Fn(usize) -> &'a [T]) {
     let k = x.len();

@@ -134,9 +134,8 @@ pub enum MicroBlocks {
     Off,
     /// f32 only: 8-byte rows and columns, the accesses of an f64 transposition.
     F32,
-    /// f32 and f64 (the default; 16-byte rows and columns for f64). On an H200 the f64
-    /// blocks took the 720 permutations of 16^6 from 0.797 to 0.835 of copy bandwidth and
-    /// the TTC set from 0.770 to 0.864 (`docs/CUDA.md`).
+    /// f32 and f64 (the default; 16-byte rows and columns for f64, which gain too; see
+    /// `docs/TUNING.md`).
     #[default]
     All,
 }

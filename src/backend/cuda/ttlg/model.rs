@@ -1,7 +1,7 @@
 //! TTLG's performance model: one linear regression per kernel over the features of the
-//! paper's Table II, with default coefficients (`DEFAULTS`: the paper's for OD, fitted on
-//! a K40c moving doubles; a fit to timed H200 plans for OA) scaled by the ratio of copy
-//! bandwidths, and a least-squares fit for `ttgt calibrate --backend cuda`.
+//! paper's Table II, with default coefficients (`DEFAULTS`: the paper's for OD; a fit to
+//! timed plans for OA, see `docs/TUNING.md`) scaled by the ratio of copy bandwidths, and a
+//! least-squares fit for `ttgt calibrate --backend cuda`.
 
 use std::path::PathBuf;
 
@@ -50,12 +50,11 @@ const OA_RUNS: [usize; 2] = [3, 4];
 
 /// Default coefficients at the reference bandwidth. Orthogonal-Distinct: the paper's Table
 /// II. Orthogonal-Arbitrary: a non-negative fit of these kernels (element-wise and 2x2
-/// blocks) to timed plans on an H200 with the launch intercept held at the other
-/// schemas' 4 us, rescaled from its copy rate to the reference one
-/// (the paper's OA row, fitted on a K40c, ranked this project's OA slices worse than
-/// chance; the measurement is in `docs/TUNING.md`, "GPU model defaults"). The two
-/// FVI-Match kernels, whose fits the paper omits: volume at the reference bandwidth plus
-/// a per-row or per-brick cost. Seconds per unit; volume in 8-byte elements.
+/// blocks) to timed plans with the launch intercept held at the other schemas' 4 us,
+/// rescaled from the device's copy rate to the reference one (the paper's OA row ranked
+/// this project's OA slices worse than chance; `docs/TUNING.md`, "GPU model defaults").
+/// The two FVI-Match kernels, whose fits the paper omits: volume at the reference bandwidth
+/// plus a per-row or per-brick cost. Seconds per unit; volume in 8-byte elements.
 const DEFAULTS: [&[f64]; 4] = [
     &[1.278e-11, 5.001e-8, 7.835e-7, 1.252e-6, -2.692e-11, 4e-6],
     &[
@@ -333,8 +332,7 @@ impl GpuModel {
 /// Non-negative least squares `min |X c - y|` subject to `c >= 0` (Lawson and Hanson's
 /// active-set method over [`fit_least_squares`] on the columns left free). A time model's
 /// features each count work, so a negative coefficient is an artefact of collinear or
-/// unevenly covered training data; unconstrained fits of the H100 calibration gave negative
-/// volume and intercept terms that then priced unseen slices wrongly.
+/// unevenly covered training data, and prices unseen slices wrongly (`docs/TUNING.md`).
 ///
 /// ```
 /// use ttgt::backend::cuda::ttlg::{fit_least_squares, fit_nonnegative};

@@ -58,9 +58,8 @@ pub struct TtlgOptions {
     /// Run Orthogonal-Distinct with the asynchronous-copy kernels (`ttgt_oda_*`: cp.async,
     /// GPUs of compute capability 8.0 and later; elements of at most 16 bytes) instead of
     /// the register-staged ones (2x2 blocks of f64, 32 bytes, keep the register-staged
-    /// kernels: `cp.async` copies at most 16 bytes). Off by default: on an H200 they were
-    /// slower than the register-staged 2x2-block kernels (720 permutations in f32: 0.835
-    /// against 0.849 of copy bandwidth; TTC f32 0.728 against 0.802).
+    /// kernels: `cp.async` copies at most 16 bytes). Off by default: they were slower than
+    /// the register-staged 2x2-block kernels (see `docs/TUNING.md`).
     pub async_copies: bool,
 }
 

@@ -351,12 +351,8 @@ pub(crate) const FS_WARPS: usize = 8;
 /// FVI-Match-Small: every b whose b x (b*N0 + pad) buffer fits in shared memory and that
 /// gives the 8 warps whole turns: b a multiple of [`FS_WARPS`], or the larger of the two
 /// blocked dims whole (b = its extent), or any b when that extent is below 8. The model's
-/// features (volume, blocks) cannot see the idle warps. On an H200, measured tuning
-/// replaced each b the model had picked outside this set (10, 11, 12, 13, 18, 21, 25 in 49
-/// cases of the 720 permutations of 16^6 and the TTC set, f32 and f64) by 8, 16 or 24 (by
-/// 12 once), up to 0.15 of copy bandwidth faster (f64 720 set: 32 cases from 0.853 to
-/// 0.902). With this set the model picks the measured block itself in all 192 FS cases of
-/// the 720 set and in 11 of the 12 of the TTC set.
+/// features (volume, blocks) cannot see the idle warps; measured tuning chose blocks of
+/// this set over the model's other picks (see `docs/TUNING.md`).
 pub(crate) fn fs_candidates(p: &GpuProblem, max_shared: usize) -> Vec<Slice> {
     if !p.fvi_match() || p.dims.len() < 3 {
         return Vec::new();

@@ -172,7 +172,7 @@ pub fn page(records: &[(String, Value)]) -> CliResult<String> {
 pub fn report(a: &ReportArgs) -> CliResult<()> {
     let records = read_records(&a.dir)?;
     let html = page(&records)?;
-    std::fs::write(&a.output, html)
+    ttgt::files::write_atomic(&a.output, |w| std::io::Write::write_all(w, html.as_bytes()))
         .map_err(|e| CliError::new(format!("cannot write {}: {e}", a.output.display())))?;
     say(&format!(
         "{} record(s) from {} written to {}",

@@ -242,8 +242,8 @@ pub fn write_figure(
     write(path, &figure(&refs)?)
 }
 
-/// Writes `svg` to `path`.
+/// Writes `svg` to `path` (atomically: a failed write leaves what was there).
 pub fn write(path: &std::path::Path, svg: &str) -> CliResult<()> {
-    std::fs::write(path, svg)
+    ttgt::files::write_atomic(path, |w| std::io::Write::write_all(w, svg.as_bytes()))
         .map_err(|e| CliError::new(format!("cannot write {}: {e}", path.display())))
 }

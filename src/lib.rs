@@ -27,6 +27,7 @@
 pub mod backend;
 pub mod bench;
 pub mod bounded_cache;
+mod cases;
 pub mod einsum;
 mod error;
 mod expression;
@@ -43,10 +44,9 @@ pub mod transpose;
 
 use ndarray::{ArrayBase, ArrayD, ArrayViewD, Axis, Data, DataMut, Dimension, IxDyn};
 
-pub use backend::cpu::StepTimes;
 pub use error::{Error, Result};
 pub use expression::{einsum_expression, EinsumExpression};
-pub use plan::{ContractionPath, ContractionPlan, PathOptions};
+pub use plan::{ContractionPath, ContractionPlan, PathOptions, StepTimes};
 pub use tensor::{DType, Element, Layout};
 
 use einsum::parse;

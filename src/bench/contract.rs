@@ -78,7 +78,7 @@ fn extents(s: &str, line: usize) -> Result<BTreeMap<char, usize>> {
 /// ```
 pub fn parse_tccg(text: &str) -> Result<Vec<ContractCase>> {
     let columns = ["id", "einsum_rowmajor_equiv", "extents_f32", "extents_f64"];
-    super::cases::table_rows(text, &columns)?
+    crate::cases::table_rows(text, &columns)?
         .into_iter()
         .map(|(n, f)| {
             Ok(ContractCase {

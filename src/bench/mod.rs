@@ -1,8 +1,9 @@
 //! Benchmark drivers behind `ttgt bench`: each measurement is reported beside a reference
 //! measured in the same run (a memory copy of the same bytes at the same thread count).
 
-mod cases;
 mod contract;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod inplace;
 mod networks;
 #[cfg(feature = "hptt")]
@@ -12,7 +13,7 @@ mod qc;
 mod qc_candidates;
 mod transpose;
 
-pub use cases::{all_perms, parse_ttc, TransposeCase, TTC_TSV};
+pub use crate::cases::{all_perms, parse_ttc, TransposeCase, TTC_TSV};
 pub use contract::{
     bench_contract, parse_tccg, ContractBenchOptions, ContractCase, ContractResult, TimedCandidate,
     TCCG_TSV,

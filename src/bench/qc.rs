@@ -101,7 +101,7 @@ pub fn parse_qc(text: &str) -> Result<Vec<QcCase>> {
     let columns = [
         "id", "workload", "spec", "shapes", "strides", "dtype", "calls",
     ];
-    super::cases::table_rows(text, &columns)?
+    crate::cases::table_rows(text, &columns)?
         .into_iter()
         .map(|(line, f)| {
             let workload = f[1].to_string();

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::cases::TransposeCase;
+use crate::cases::TransposeCase;
 use crate::error::Result;
 use crate::model::{best_copy_seconds_on, predict_transpose, profile};
 use crate::tensor::{zeroed_aligned, DType, Element, Layout, StridedView, StridedViewMut};

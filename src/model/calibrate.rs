@@ -178,7 +178,7 @@ type Training = (Vec<usize>, Vec<usize>, DType, bool, Option<bool>);
 /// equal-extent tiles (with each store kind) and scalar-forced tiles.
 fn training_set(elems: usize) -> Vec<Training> {
     let mut v = Vec::new();
-    let ttc = crate::bench::parse_ttc(crate::bench::TTC_TSV).unwrap_or_default();
+    let ttc = crate::cases::parse_ttc(crate::cases::TTC_TSV).unwrap_or_default();
     for (k, c) in ttc.iter().enumerate().filter(|(k, _)| k % 3 == 0) {
         let dt = if k % 2 == 0 { DType::F32 } else { DType::F64 };
         let target = if dt == DType::F64 { elems / 2 } else { elems };

@@ -443,7 +443,7 @@ impl ContractionPlan {
     /// let t = StepTimes { gemm: std::time::Duration::from_micros(5), ..Default::default() };
     /// assert!(p.explain_measured(&t).contains("measured"));
     /// ```
-    pub fn explain_measured(&self, times: &crate::StepTimes) -> String {
+    pub fn explain_measured(&self, times: &super::StepTimes) -> String {
         super::explain::explain(self, Some(times))
     }
 

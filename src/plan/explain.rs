@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::candidate::Candidate;
 use super::contraction::ContractionPlan;
-use crate::StepTimes;
+use super::StepTimes;
 
 const RUNNERS_UP: usize = 6;
 

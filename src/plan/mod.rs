@@ -23,6 +23,7 @@ mod price;
 mod refine;
 mod slicing;
 mod storage;
+mod times;
 
 pub use cache::{
     better_on_one_thread, cached_contraction_plan, cached_path, clear_plan_caches,
@@ -50,3 +51,4 @@ pub use refine::{
     REFINE_MIN_SECONDS, ROUNDS, SWITCH_BELOW,
 };
 pub use slicing::Slicing;
+pub use times::StepTimes;

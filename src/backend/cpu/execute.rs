@@ -1,52 +1,20 @@
 //! Execution of a [`ContractionPlan`] on the CPU: diagonal views, one-sided sums, packing,
 //! the batched GEMM loop and the write-back into C, each step timed.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::gemm_loops::{for_each_index, GemmRun, SendPtr, TiledRun};
 use super::gett::{gett, Dim, KernelChoice, Problem as GettProblem};
 use super::loops::run_nested;
 use crate::einsum::Label;
 use crate::error::{Error, Result};
-use crate::plan::{axis_of, packed_layout, stride_of, ContractionPlan, Epilogue, OperandPrep};
+use crate::plan::{
+    axis_of, packed_layout, stride_of, ContractionPlan, Epilogue, OperandPrep, StepTimes,
+};
 use crate::tensor::{
     spans_overlap, take_aligned, zeroed, Element, StridedView, StridedViewMut, Workspace,
 };
 use crate::transpose::{accumulate, cached_plan, on_threads, TransposeOptions};
-
-/// Wall time of each step of one execution of a plan.
-///
-/// ```
-/// let t = ttgt::StepTimes::default();
-/// assert_eq!(t.total(), std::time::Duration::ZERO);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StepTimes {
-    /// Diagonal views and one-sided sums.
-    pub prepare: Duration,
-    /// Copying A into its matricized layout.
-    pub pack_a: Duration,
-    /// Copying B into its matricized layout.
-    pub pack_b: Duration,
-    /// The GEMM calls.
-    pub gemm: Duration,
-    /// Writing the result into C (`alpha * T + beta * C`), or the whole unary operation.
-    pub write_c: Duration,
-    /// Half-precision operands: widening the inputs to `f32` and rounding the result.
-    pub convert: Duration,
-}
-
-impl StepTimes {
-    /// Sum of all steps.
-    pub fn total(&self) -> Duration {
-        self.prepare + self.pack_a + self.pack_b + self.gemm + self.write_c + self.convert
-    }
-
-    /// Time spent moving data (packing A and B, writing C).
-    pub fn transpose(&self) -> Duration {
-        self.pack_a + self.pack_b + self.write_c + self.convert
-    }
-}
 
 /// `[0, 1, ..., n-1]`.
 fn identity(n: usize) -> Vec<usize> {
@@ -476,6 +444,7 @@ mod tests {
     use crate::plan::{Candidate, PlanOptions};
     use crate::tensor::Layout;
     use ndarray::{ArrayD, Axis, IxDyn};
+    use std::time::Duration;
 
     /// Small integers (exact sums in every element type).
     fn ints<T: Element>(shape: &[usize], seed: usize) -> ArrayD<T> {

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use super::gemm_loops::for_each_index;
 use crate::error::{Error, Result};
 use crate::plan::ContractionPlan;
+use crate::plan::StepTimes;
 use crate::tensor::{Element, StridedView, StridedViewMut};
-use crate::StepTimes;
 
 impl ContractionPlan {
     /// Times the best-predicted candidates on the real data within `budget` (at least the

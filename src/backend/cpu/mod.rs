@@ -11,8 +11,8 @@ mod half;
 mod loops;
 mod measure;
 
+pub use crate::plan::StepTimes;
 pub use calibrate::{
     calibrate_gemm, calibrate_gemm_concurrency, calibrate_machine, time_gemm, time_gemm_in,
     CalibrateParts, GemmTimer, CONCURRENCY_ROUND_SECONDS,
 };
-pub use execute::StepTimes;

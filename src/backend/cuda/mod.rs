@@ -3,8 +3,6 @@
 //! `cuda`) runs the plans through cudarc and cuBLAS; the emulator (`emu`, feature
 //! `cuda-emu`) runs the same kernel sources on the CPU.
 
-#[cfg(feature = "cuda")]
-pub mod bench;
 pub mod contract;
 #[cfg(feature = "cuda")]
 pub mod device;

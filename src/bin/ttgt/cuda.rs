@@ -182,7 +182,7 @@ pub fn bench_transpose(
         dev.set_micro_blocks(micro_blocks);
         dev.set_async_copies(async_copies)
             .map_err(|e| CliError::new(format!("--async-copies: {e}")))?;
-        let mut tb = ttgt::backend::cuda::bench::TransposeBench::new(&dev);
+        let mut tb = ttgt::bench::cuda::TransposeBench::new(&dev);
         let mut ratios = Vec::new();
         let mut skipped = 0usize;
         for c in cases {
@@ -264,7 +264,7 @@ pub fn bench_contract(a: &ContractBenchArgs) -> CliResult<()> {
         let mut regrets = Vec::new();
         let mut skipped = Vec::new();
         for (name, spec, sa, sb) in &cases {
-            let r = match ttgt::backend::cuda::bench::bench_contract_candidates(
+            let r = match ttgt::bench::cuda::bench_contract_candidates(
                 &dev,
                 spec,
                 sa,
@@ -341,7 +341,7 @@ pub fn calibrate(mib: usize, dry_run: bool) -> CliResult<()> {
     #[cfg(feature = "cuda")]
     {
         let dev = device()?;
-        let model = ttgt::backend::cuda::bench::calibrate(&dev, mib)?;
+        let model = ttgt::bench::cuda::calibrate(&dev, mib)?;
         say(&model.to_json())?;
         if !dry_run {
             let path = model.save()?;

@@ -4,7 +4,7 @@
 use crate::error::{Error, Result};
 
 /// The TTC transposition benchmark table (57 cases).
-pub const TTC_TSV: &str = include_str!("../../benches/data/ttc_transpositions.tsv");
+pub const TTC_TSV: &str = include_str!("../benches/data/ttc_transpositions.tsv");
 
 /// One transposition case in row-major (ndarray) terms.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,7 +24,7 @@ fn bad(line: usize, what: &str) -> Error {
 /// The rows of a tab-separated table (`#` comments, blank lines skipped, a header row naming
 /// the columns): for each row, its 1-based line among the data lines and its fields in the
 /// order of `columns`.
-pub(super) fn table_rows<'a>(
+pub(crate) fn table_rows<'a>(
     text: &'a str,
     columns: &[&str],
 ) -> Result<Vec<(usize, Vec<&'a str>)>> {

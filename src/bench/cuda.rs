@@ -12,9 +12,9 @@ use crate::bench::{TransposeCase, TransposeResult};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Element, Layout};
 
-use super::contract::{shortlist, GpuContractionPlan};
-use super::device::Device;
-use super::ttlg::{Features, GpuModel, MicroBlocks, Schema, TtlgOptions, TtlgPlan};
+use crate::backend::cuda::contract::{shortlist, GpuContractionPlan};
+use crate::backend::cuda::device::Device;
+use crate::backend::cuda::ttlg::{Features, GpuModel, MicroBlocks, Schema, TtlgOptions, TtlgPlan};
 
 fn timed(dev: &Device, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     dev.synchronize()?;
@@ -58,7 +58,7 @@ fn sampled(
 ///
 /// ```no_run
 /// # #[cfg(feature = "cuda")] {
-/// use ttgt::backend::cuda::{bench, device::Device};
+/// use ttgt::{backend::cuda::device::Device, bench::cuda as bench};
 /// let dev = Device::new(0).unwrap();
 /// let t = bench::copy_seconds(&dev, 64 << 20, 3).unwrap();
 /// println!("{:.1} GB/s", 2.0 * (64 << 20) as f64 / t / 1e9);
@@ -76,7 +76,7 @@ pub fn copy_seconds(dev: &Device, bytes: usize, repeat: usize) -> Result<f64> {
 ///
 /// ```no_run
 /// # #[cfg(feature = "cuda")] {
-/// use ttgt::backend::cuda::{bench::TransposeBench, device::Device};
+/// use ttgt::{backend::cuda::device::Device, bench::cuda::TransposeBench};
 /// let dev = Device::new(0).unwrap();
 /// let mut tb = TransposeBench::new(&dev);
 /// for case in ttgt::bench::all_perms(4, 32).iter().take(3) {
@@ -97,7 +97,7 @@ impl<'d> TransposeBench<'d> {
     ///
     /// ```no_run
     /// # #[cfg(feature = "cuda")] {
-    /// use ttgt::backend::cuda::{bench::TransposeBench, device::Device};
+    /// use ttgt::{backend::cuda::device::Device, bench::cuda::TransposeBench};
     /// let dev = Device::new(0).unwrap();
     /// let _tb = TransposeBench::new(&dev);
     /// # }
@@ -114,7 +114,7 @@ impl<'d> TransposeBench<'d> {
     ///
     /// ```no_run
     /// # #[cfg(feature = "cuda")] {
-    /// use ttgt::backend::cuda::{bench::TransposeBench, device::Device, ttlg::Schema};
+    /// use ttgt::{backend::cuda::{device::Device, ttlg::Schema}, bench::cuda::TransposeBench};
     /// let dev = Device::new(0).unwrap();
     /// let case = &ttgt::bench::all_perms(3, 64)[3];
     /// let r = TransposeBench::new(&dev).run(case, ttgt::DType::F64, 3, 0.0, Some(Schema::OrthogonalArbitrary)).unwrap();
@@ -171,7 +171,7 @@ impl<'d> TransposeBench<'d> {
         let da = self
             .input
             .as_ref()
-            .and_then(|(_, _, t)| t.downcast_ref::<super::device::DeviceTensor<T>>())
+            .and_then(|(_, _, t)| t.downcast_ref::<crate::backend::cuda::device::DeviceTensor<T>>())
             .ok_or_else(|| Error::Gpu("benchmark input of another type".into()))?;
         let bshape: Vec<usize> = case.perm.iter().map(|&p| case.sizes[p]).collect();
         let mut db = dev.zeros::<T>(&bshape)?;
@@ -247,7 +247,7 @@ impl<'d> TransposeBench<'d> {
 ///
 /// ```no_run
 /// # #[cfg(feature = "cuda")] {
-/// use ttgt::backend::cuda::{bench, device::Device};
+/// use ttgt::{backend::cuda::device::Device, bench::cuda as bench};
 /// let dev = Device::new(0).unwrap();
 /// let case = &ttgt::bench::all_perms(6, 16)[5];
 /// let r = bench::bench_transpose(&dev, case, ttgt::DType::F32, 5, 0.0).unwrap();
@@ -268,7 +268,7 @@ pub fn bench_transpose(
 ///
 /// ```no_run
 /// # #[cfg(feature = "cuda")] {
-/// use ttgt::backend::cuda::{bench, device::Device};
+/// use ttgt::{backend::cuda::device::Device, bench::cuda as bench};
 /// let dev = Device::new(0).unwrap();
 /// let r = bench::bench_contract(&dev, "ij,jk->ik", &[2048, 2048], &[2048, 2048], ttgt::DType::F32, 3).unwrap();
 /// println!("{:.0} GFLOP/s ({:.2} of cuBLAS)", r.gflops, r.ratio);
@@ -382,7 +382,7 @@ fn contract_typed<T: Element>(
 ///
 /// ```no_run
 /// # #[cfg(feature = "cuda")] {
-/// use ttgt::backend::cuda::{bench, device::Device};
+/// use ttgt::{backend::cuda::device::Device, bench::cuda as bench};
 /// let dev = Device::new(0).unwrap();
 /// let r = bench::bench_contract(&dev, "abc,cd->abd", &[64, 64, 64], &[64, 64], ttgt::DType::F64, 3).unwrap();
 /// println!("{}", r.plan);
@@ -405,7 +405,7 @@ pub fn bench_contract(
 ///
 /// ```no_run
 /// # #[cfg(feature = "cuda")] {
-/// use ttgt::backend::cuda::{bench, device::Device};
+/// use ttgt::{backend::cuda::device::Device, bench::cuda as bench};
 /// let dev = Device::new(0).unwrap();
 /// let r = bench::bench_contract_candidates(&dev, "abc,cd->dab", &[64, 64, 64], &[64, 64],
 ///                                          ttgt::DType::F64, 3, 8).unwrap();
@@ -439,7 +439,7 @@ pub fn bench_contract_candidates(
 ///
 /// ```no_run
 /// # #[cfg(feature = "cuda")] {
-/// use ttgt::backend::cuda::{bench, device::Device};
+/// use ttgt::{backend::cuda::device::Device, bench::cuda as bench};
 /// let dev = Device::new(0).unwrap();
 /// let model = bench::calibrate(&dev, 64).unwrap();
 /// model.save().unwrap();

@@ -62,8 +62,8 @@ pub struct ContractBenchArgs {
     /// Force the GEMM library (matrixmultiply, gemm, or ttgt: our own, which also enables the GETT candidate).
     #[arg(long, value_name = "LIB")]
     pub gemm: Option<String>,
-    /// Run only these TCCG ids (comma list) or cases whose name contains this text; with the
-    /// qc table, case ids or runs (`water/cc-pvtz`).
+    /// Run only these TCCG ids (comma list: `3,12` or `tccg-3,tccg-12`) or cases whose name
+    /// contains this text; with the qc table, case ids or runs (`water/cc-pvtz`).
     #[arg(long, value_name = "IDS")]
     pub only: Option<String>,
     /// One JSON object per case and one summary object, one per line; each carries
@@ -165,16 +165,7 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
     crate::bench::check_scale(a.scale)?;
     let mut list = parse_tccg(&text)?;
     if let Some(only) = &a.only {
-        let ids: Vec<String> = only
-            .split(',')
-            .map(|s| format!("tccg-{}", s.trim()))
-            .collect();
-        list.retain(|c| {
-            ids.contains(&c.name)
-                || (!only.contains(',')
-                    && c.name.contains(only.as_str())
-                    && only.parse::<usize>().is_err())
-        });
+        list.retain(|c| selected(&c.name, only));
     }
     if list.is_empty() {
         return Err(CliError::new("no benchmark case selected"));
@@ -244,4 +235,37 @@ pub fn contract(a: &ContractBenchArgs) -> CliResult<()> {
         say(&s)?;
     }
     Ok(())
+}
+
+/// Whether TCCG case `name` is among `only`: a comma list of ids (`3,12` or `tccg-3,tccg-12`),
+/// or a text the name contains.
+fn selected(name: &str, only: &str) -> bool {
+    let id = |s: &str| {
+        let s = s.trim();
+        format!("tccg-{}", s.strip_prefix("tccg-").unwrap_or(s))
+    };
+    only.split(',').any(|s| id(s) == name)
+        || (!only.contains(',')
+            && !only.starts_with("tccg-")
+            && only.parse::<usize>().is_err()
+            && name.contains(only))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::selected;
+
+    #[test]
+    fn only_takes_ids_in_either_form_or_a_name_part() {
+        assert!(selected("tccg-3", "3"));
+        assert!(selected("tccg-3", "tccg-3"));
+        assert!(selected("tccg-12", "3, tccg-12"));
+        // an id selects that case, not every case whose name starts with it
+        assert!(!selected("tccg-31", "3"));
+        assert!(!selected("tccg-31", "tccg-3"));
+        assert!(!selected("tccg-31", "1,tccg-3"));
+        // a text that is no id: the cases whose name contains it
+        assert!(selected("tccg-31", "cg-3"));
+        assert!(!selected("tccg-12", "cg-3"));
+    }
 }

@@ -1,4 +1,5 @@
-"""Checks that every module of src/ refers only to modules in its own layer or below.
+"""Checks that every module of src/ refers only to modules in its own layer or below: every
+`crate::` path, and every `super::` path that climbs to the crate root, in non-test code.
 
 The layers, lowest first, are those docs/ARCHITECTURE.md draws; `error` and `reference`
 (the plain reference loops) may be used from every layer, test modules may use anything.
@@ -52,6 +53,22 @@ def layer_of_path(parts):
     return ORDER.index("lib")  # the crate root's own items and re-exports
 
 
+def module_path(rel):
+    """The module path of a file under src/: `plan/price.rs` -> ["plan", "price"]."""
+    parts = rel[:-3].split("/")
+    if parts[-1] in ("mod", "lib"):
+        parts = parts[:-1]
+    return parts
+
+
+def super_references(text, module):
+    """Every `super::...` path in `text` that climbs to the crate root, as a crate path."""
+    for m in re.finditer(r"(?<![A-Za-z0-9_])((?:super::)+)([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)", text):
+        ups = m.group(1).count("super::")
+        if ups >= len(module):
+            yield m.group(2).split("::"), m.start()
+
+
 def references(text):
     """Every `crate::...` path in `text`, `use crate::{a, b::c}` groups expanded one level."""
     for m in re.finditer(r"(?<![A-Za-z0-9_$])crate::(\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*(?:::\{[^}]*\})?)", text):
@@ -82,7 +99,9 @@ def main():
                     break
                 code.append("" if line.strip().startswith("//") else line)
             text = "\n".join(code)
-            for parts, at in references(text):
+            module = module_path(os.path.relpath(path, "src"))
+            found = list(references(text)) + list(super_references(text, module))
+            for parts, at in found:
                 target = layer_of_path(parts)
                 if target is not None and target > layer:
                     line_no = text.count("\n", 0, at) + 1

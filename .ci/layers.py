@@ -10,7 +10,7 @@ import re
 import sys
 
 ORDER = [
-    "bounded_cache", "files", "threads", "tensor", "cases", "einsum", "transpose", "model",
+    "bounded_cache", "cpu", "files", "threads", "tensor", "cases", "einsum", "transpose", "model",
     "plan", "backend/cpu", "backend/cuda", "lib", "expression", "bench", "python", "bin",
 ]
 ANY = {"error", "reference"}

@@ -28,6 +28,7 @@ pub mod backend;
 pub mod bench;
 pub mod bounded_cache;
 mod cases;
+pub mod cpu;
 pub mod einsum;
 mod error;
 mod expression;

@@ -269,14 +269,7 @@ pub const AVX512_GEMM_CRATE_FACTOR: f64 = 1.4;
 
 /// Whether this CPU has AVX-512F (the `gemm` crate's `x86-v4` kernels run on it).
 fn cpu_has_avx512f() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::cpu::features().avx512f
 }
 
 impl GemmCoeffs {

@@ -90,17 +90,8 @@ pub fn gett_depth(k: usize, kc: usize) -> usize {
 /// assert!(!ttgt::model::gett_simd_available(ttgt::DType::C64));
 /// ```
 pub fn gett_simd_available(dtype: DType) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        matches!(dtype, DType::F32 | DType::F64)
-            && is_x86_feature_detected!("avx2")
-            && is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = dtype;
-        false
-    }
+    let f = crate::cpu::features();
+    cfg!(target_arch = "x86_64") && matches!(dtype, DType::F32 | DType::F64) && f.avx2 && f.fma
 }
 
 /// One index of a GETT group: extent and strides (elements) in the two tensors holding it

@@ -60,12 +60,8 @@ impl Isa {
     pub fn is_available(self) -> bool {
         match self {
             Isa::Scalar => true,
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => is_x86_feature_detected!("avx2"),
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => is_x86_feature_detected!("avx512f"),
-            #[cfg(not(target_arch = "x86_64"))]
-            _ => false,
+            Isa::Avx2 => crate::cpu::features().avx2,
+            Isa::Avx512 => crate::cpu::features().avx512f,
         }
     }
 
@@ -204,14 +200,8 @@ impl<T: Element> Scalars<T> {
 /// Whether the CPU has AVX-512BW and VL (the 16-bit masked loads and stores, on 256-bit
 /// rows, of the 2-byte edge kernels).
 fn avx512bw() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        is_x86_feature_detected!("avx512bw") && is_x86_feature_detected!("avx512vl")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    let f = crate::cpu::features();
+    f.avx512bw && f.avx512vl
 }
 
 /// The micro-kernel of `isa` for `T` and the scalars' mode, with its width.

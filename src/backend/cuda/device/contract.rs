@@ -7,6 +7,7 @@ use super::memory::DeviceTensor;
 use super::{lock, Device};
 use crate::backend::cuda::contract::GpuContractionPlan;
 use crate::backend::cuda::ttlg::GpuTuning;
+use crate::bounded_cache::hash_of;
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Element, Layout};
 
@@ -44,8 +45,9 @@ impl Device {
             T::DTYPE,
             beta.is_exact_zero(),
         );
+        let hash = hash_of(&key);
         let cached = lock(&self.contractions, "contraction plan cache")?
-            .get(&key)
+            .get(hash, |k| *k == key)
             .cloned();
         let plan = match cached {
             Some(p) => p,
@@ -63,7 +65,7 @@ impl Device {
                         self.fastest_contraction(spec, a, b, beta.is_exact_zero(), budget)?
                     }
                 });
-                lock(&self.contractions, "contraction plan cache")?.insert(key, p.clone());
+                lock(&self.contractions, "contraction plan cache")?.insert(hash, key, p.clone());
                 p
             }
         };

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream};
 
+use crate::bounded_cache::BoundedCache;
 use crate::error::{Error, Result};
 
 use super::contract::GpuContractionPlan;
@@ -33,6 +34,21 @@ use transpose::{CachedPlan, PlanKey};
 fn gpu<E: std::fmt::Debug>(what: &str) -> impl FnOnce(E) -> Error + '_ {
     move |e| Error::Gpu(format!("{what}: {e:?}"))
 }
+
+/// Transposition plans a device keeps (with their meta tables in device memory; the least
+/// recently made is dropped first).
+///
+/// ```
+/// assert!(ttgt::backend::cuda::device::TRANSPOSE_PLAN_CAPACITY >= 64);
+/// ```
+pub const TRANSPOSE_PLAN_CAPACITY: usize = 256;
+
+/// Contraction plans a device keeps (the least recently made is dropped first).
+///
+/// ```
+/// assert!(ttgt::backend::cuda::device::CONTRACTION_PLAN_CAPACITY >= 64);
+/// ```
+pub const CONTRACTION_PLAN_CAPACITY: usize = 128;
 
 /// Whether the CUDA driver library can be loaded (checked before any cudarc call, which
 /// would panic without it).
@@ -85,8 +101,8 @@ pub struct Device {
     modules: Mutex<HashMap<kernels::KernelFile, Arc<CudaModule>>>,
     functions: Mutex<HashMap<String, CudaFunction>>,
     pool: Mutex<HashMap<usize, Vec<CudaSlice<u8>>>>,
-    plans: Mutex<HashMap<PlanKey, Arc<CachedPlan>>>,
-    contractions: Mutex<HashMap<ContractionKey, Arc<GpuContractionPlan>>>,
+    plans: Mutex<BoundedCache<PlanKey, Arc<CachedPlan>>>,
+    contractions: Mutex<BoundedCache<ContractionKey, Arc<GpuContractionPlan>>>,
     blas: Mutex<Option<Arc<CudaBlas>>>,
 }
 
@@ -161,8 +177,8 @@ impl Device {
             modules: Mutex::new(HashMap::new()),
             functions: Mutex::new(HashMap::new()),
             pool: Mutex::new(HashMap::new()),
-            plans: Mutex::new(HashMap::new()),
-            contractions: Mutex::new(HashMap::new()),
+            plans: Mutex::new(BoundedCache::new(TRANSPOSE_PLAN_CAPACITY)),
+            contractions: Mutex::new(BoundedCache::new(CONTRACTION_PLAN_CAPACITY)),
             blas: Mutex::new(None),
         })
     }

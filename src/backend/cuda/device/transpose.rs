@@ -10,6 +10,7 @@ use super::memory::DeviceTensor;
 use super::{gpu, lock, Device};
 use crate::backend::cuda::kernels;
 use crate::backend::cuda::ttlg::{GpuTuning, TtlgOptions, TtlgPlan, MEASURE_CANDIDATES};
+use crate::bounded_cache::hash_of;
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Element, Layout};
 
@@ -125,7 +126,8 @@ impl Device {
         plain: bool,
     ) -> Result<Arc<CachedPlan>> {
         let key = (perm.to_vec(), a.clone(), b.clone(), dtype, plain);
-        if let Some(p) = lock(&self.plans, "plan cache")?.get(&key) {
+        let hash = hash_of(&key);
+        if let Some(p) = lock(&self.plans, "plan cache")?.get(hash, |k| *k == key) {
             return Ok(p.clone());
         }
         let opts = TtlgOptions {
@@ -153,7 +155,7 @@ impl Device {
                 self.fastest(ranked, a, b, budget)?
             }
         };
-        lock(&self.plans, "plan cache")?.insert(key, cached.clone());
+        lock(&self.plans, "plan cache")?.insert(hash, key, cached.clone());
         Ok(cached)
     }
 

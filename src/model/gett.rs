@@ -91,7 +91,7 @@ pub fn gett_depth(k: usize, kc: usize) -> usize {
 /// ```
 pub fn gett_simd_available(dtype: DType) -> bool {
     let f = crate::cpu::features();
-    cfg!(target_arch = "x86_64") && matches!(dtype, DType::F32 | DType::F64) && f.avx2 && f.fma
+    matches!(dtype, DType::F32 | DType::F64) && f.avx2 && f.fma
 }
 
 /// One index of a GETT group: extent and strides (elements) in the two tensors holding it

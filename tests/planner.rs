@@ -8,7 +8,7 @@ use common::random_array;
 use ndarray::ArrayD;
 use num_complex::Complex64;
 use ttgt::plan::{
-    cached_contraction_plan, CandidateKind, Epilogue, PlanOptions, DEFAULT_TILE_BYTES,
+    cached_contraction_plan, CandidateKind, Epilogue, PlanOptions, PlanTuning, DEFAULT_TILE_BYTES,
     WIDE_TILE_BYTES,
 };
 use ttgt::tensor::{StridedView, StridedViewMut};
@@ -25,14 +25,44 @@ fn close<T: Element>(got: &ArrayD<T>, want: &ArrayD<T>, tol: f64) {
 }
 
 fn run<T: Element>(plan: &ContractionPlan, a: &ArrayD<T>, b: &ArrayD<T>, c: &mut ArrayD<T>) {
+    run_scaled(plan, T::one(), a, b, T::zero(), c);
+}
+
+/// `c = alpha·(a·b) + beta·c` by `plan`.
+fn run_scaled<T: Element>(
+    plan: &ContractionPlan,
+    alpha: T,
+    a: &ArrayD<T>,
+    b: &ArrayD<T>,
+    beta: T,
+    c: &mut ArrayD<T>,
+) {
     let mut cv = StridedViewMut::of(c).unwrap();
     plan.execute(
-        T::one(),
+        alpha,
         &[StridedView::of(a), StridedView::of(b)],
-        T::zero(),
+        beta,
         &mut cv,
     )
     .unwrap();
+}
+
+/// The plan of `spec` for these arrays' layouts under `o`.
+fn plan_of<T: Element>(
+    spec: &str,
+    a: &ArrayD<T>,
+    b: &ArrayD<T>,
+    c: &ArrayD<T>,
+    o: &PlanOptions,
+) -> ContractionPlan {
+    ContractionPlan::with_options(
+        spec,
+        &[Layout::of(a), Layout::of(b)],
+        &Layout::of(c),
+        T::DTYPE,
+        o,
+    )
+    .unwrap()
 }
 
 /// A spec whose candidates include every family: K = {c, d} does not fuse in B (e sits
@@ -490,6 +520,65 @@ fn tiled_write_back_candidates_are_correct() {
     // (batch-reduce inside a block)
     tiled_candidates_match::<f64>("zabcd,zced->bzea", &[2, 5, 4, 3, 6], &[2, 3, 7, 6], 24);
     tiled_candidates_match::<Complex64>("xik,xkj->jxi", &[3, 7, 5], &[3, 5, 6], 25);
+}
+
+/// Where only an inner part of an operand's free labels fuses in C, the planner also packs
+/// that operand with the other free labels (loops around the GEMM calls) outside K, so that
+/// each call reads one dense block (`dabfe,fc->edcba`: A as `[ed|f|ba]`; the same with the
+/// operands swapped for B). Every such candidate against the reference, with alpha and
+/// beta, on one and two threads.
+#[test]
+fn packs_with_loops_outside_k_are_offered_and_correct() {
+    let ext = |labels: &str| -> Vec<usize> {
+        labels
+            .chars()
+            .map(|l| match l {
+                'a' => 3,
+                'b' => 2,
+                'c' => 4,
+                'd' => 2,
+                'e' => 3,
+                _ => 5,
+            })
+            .collect()
+    };
+    for (spec, pack) in [
+        ("dabfe,fc->edcba", "pack A[edfba]"),
+        ("fc,dabfe->edcba", "pack B[edfba]"),
+    ] {
+        let (ins, out) = spec.split_once("->").unwrap();
+        let (la, lb) = ins.split_once(',').unwrap();
+        let a: ArrayD<f64> = random_array(&ext(la), 70);
+        let b: ArrayD<f64> = random_array(&ext(lb), 71);
+        let c0: ArrayD<f64> = random_array(&ext(out), 72);
+        let ab = ttgt::reference::einsum(spec, &[a.view(), b.view()]).unwrap();
+        let (alpha, beta) = (1.5, -0.5);
+        let want = &ab * alpha + &c0 * beta;
+        for threads in [1, 2] {
+            let o = PlanOptions {
+                threads: Some(threads),
+                tuning: PlanTuning::Measure {
+                    budget: std::time::Duration::ZERO,
+                },
+                ..Default::default()
+            };
+            let mut plan = plan_of(spec, &a, &b, &c0, &o);
+            let picked: Vec<usize> = (0..plan.candidates().len())
+                .filter(|&i| plan.candidates()[i].summary().contains(pack))
+                .collect();
+            assert!(
+                !picked.is_empty(),
+                "{spec}: no {pack} in {}",
+                plan.explain()
+            );
+            for i in picked {
+                plan.choose(i).unwrap();
+                let mut c = c0.clone();
+                run_scaled(&plan, alpha, &a, &b, beta, &mut c);
+                close(&c, &want, 1e-12);
+            }
+        }
+    }
 }
 
 /// With the default block bound, tiled write-backs also offer the largest blocks of up to

@@ -298,13 +298,32 @@ impl GemmCoeffs {
         }
     }
 
-    /// Predicted seconds of one `m×n×k` call (C row-major, `n` its contiguous extent).
+    /// Predicted seconds of one `m×n×k` call (C row-major, `n` its contiguous extent). Without
+    /// a calibration (`measured` false), a column-major B adds what the quick probe measured
+    /// it to cost per element of B, divided among the threads, except where
+    /// [`narrow_c_speedup`] prices that class instead.
+    ///
+    /// ```
+    /// use ttgt::{DType, model::{GemmCoeffs, GemmLayout, GemmLibrary, Profile}};
+    /// let row = GemmCoeffs::nominal(GemmLibrary::Gemm, DType::F64, 1, &Profile::builtin(vec![20.0]));
+    /// let rc = GemmCoeffs { layout: GemmLayout { a_col: false, b_col: true }, ..row.clone() };
+    /// assert!(rc.seconds(24, 5000, 72) >= row.seconds(24, 5000, 72));
+    /// ```
     pub fn seconds(&self, m: usize, n: usize, k: usize) -> f64 {
         if m == 0 || n == 0 {
             return 0.0;
         }
-        let f = self.features_of(m, n, k);
-        self.call * f[0] + self.flop * f[1] + self.a * f[2] + self.b * f[3] + self.c * f[4]
+        let s = narrow_c_speedup(self.library, self.dtype, self.layout, (m, n, k));
+        let f = features(self.dtype, m, n, k).map(|x| x / s);
+        let priced =
+            self.call * f[0] + self.flop * f[1] + self.a * f[2] + self.b * f[3] + self.c * f[4];
+        let column_b = if self.layout.b_col && !self.measured && s == 1.0 {
+            super::gemm_probe::column_major_b_seconds(self.library, self.dtype) * (k * n) as f64
+                / self.threads.max(1) as f64
+        } else {
+            0.0
+        };
+        priced + column_b
     }
 
     /// The model's features of an `m×n×k` call in this library and layout class: the
@@ -411,7 +430,7 @@ pub const NARROW_C_MIN_K: usize = 16;
 /// How much faster the `gemm` crate runs a real call with a small row-major C (at most
 /// [`NARROW_C_MAX_ELEMENTS`] elements, rows not whole 64-byte vectors) when both operands
 /// are K-contiguous (class `rc`) and K is at least [`NARROW_C_MIN_K`] than the five-feature
-/// model prices it (the model is fitted on larger products, where the classes run alike):
+/// model prices it (its coefficients price larger products):
 /// `sqrt(2 · elements per vector / n)` within [1.4, 4], at or below what was measured
 /// (`docs/TUNING.md`, "Small C in the gemm crate"). 1 elsewhere.
 ///
@@ -807,19 +826,27 @@ mod tests {
                 row >= 1.4 * k_contig * 0.999,
                 "{dtype:?}: {row} vs {k_contig}"
             );
-            // Large C, other libraries, shallow K: the classes priced alike.
+            // Large C, other libraries, shallow K: no speed-up; rc is priced as row-major
+            // plus what the probe measured a column-major B to add (nothing without a probe,
+            // or for our own GEMM).
             for (library, mnk) in [
                 (GemmLibrary::Gemm, (53, 5, 2809)),
                 (GemmLibrary::Gemm, (5, 5, 8)),
                 (GemmLibrary::MatrixMultiply, (5, 5, 1805)),
+                (GemmLibrary::Native, (53, 5, 2809)),
             ] {
+                assert_eq!(narrow_c_speedup(library, dtype, rc, mnk), 1.0);
                 let (x, y) = (at(library, GemmLayout::ROW, mnk), at(library, rc, mnk));
-                assert!((x - y).abs() <= 1e-12 * x, "{library:?} {mnk:?}");
+                let extra = super::super::gemm_probe::column_major_b_seconds(library, dtype)
+                    * (mnk.1 * mnk.2) as f64;
+                assert!((y - x - extra).abs() <= 1e-12 * x, "{library:?} {mnk:?}");
             }
         }
-        // A fit in the rc class recovers the coefficients it was generated with.
+        // A fit in the rc class recovers the coefficients it was generated with (measured
+        // ones: no probe term).
         let truth = GemmCoeffs {
             layout: rc,
+            measured: true,
             call: 1e-6,
             flop: 1e-11,
             a: 1e-9,

@@ -6,7 +6,11 @@
 //! for the compute rate; long, flat, deep and tiny products for the per-element and per-call
 //! costs), in two interleaved rounds, some 3–5 ms per library and precision, once per process, and fits the five
 //! coefficients of [`GemmCoeffs`] to them (the compute rate from the largest product, the
-//! other four by least squares on relative errors, none negative). Complex types use the
+//! other four by least squares on relative errors, none negative). It also times a few wide
+//! products with B column-major beside the same products row-major and takes what a
+//! column-major B adds per element of B ([`column_major_b_seconds`]: the `gemm` crate packs
+//! such a B element by element, 1.3–3.3× the row-major call when C has few rows), so that
+//! the layout classes are ranked apart without a calibration. Complex types use the
 //! probe of their real precision (each complex product is priced by its real flops, and its
 //! elements are twice as wide); the engine's own GEMM ([`GemmLibrary::Native`]) keeps its
 //! nominal ratio to the `gemm` crate. The planner takes the compute rate and the per-call
@@ -19,7 +23,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use super::calibrate::solve_ridge_to;
-use super::gemm::{features, nominal_gflops, GemmCoeffs, GemmLibrary};
+use super::gemm::{features, nominal_gflops, GemmCoeffs, GemmLayout, GemmLibrary};
 use super::profile::provisional_profile;
 use crate::tensor::DType;
 
@@ -41,6 +45,12 @@ pub const GEMM_PROBE_SHAPES: [(usize, usize, usize); 14] = [
     (48, 48, 1024),
     (96, 96, 12),
 ];
+
+/// Shapes the probe also times with B column-major (`rc`), and row-major beside them: wide or
+/// deep (`k·n` large beside `m·n`), where packing B is a large part of a call. Their extents
+/// are not powers of two, whose strides share cache sets (`docs/TUNING.md`, "Column-major B
+/// in the GEMM probe").
+const B_COL_SHAPES: [(usize, usize, usize); 3] = [(8, 1000, 60), (48, 48, 1000), (5, 2000, 5)];
 
 /// Rounds of the probe (each shape's best over all rounds is kept).
 const PROBE_ROUNDS: usize = 2;
@@ -88,21 +98,11 @@ fn enabled() -> bool {
 /// }
 /// ```
 pub fn probed_gemm_coeffs(library: GemmLibrary, dtype: DType) -> Option<GemmCoeffs> {
-    if !enabled() {
-        return None;
-    }
-    let double = matches!(dtype, DType::F64 | DType::C64);
-    let real = if double { DType::F64 } else { DType::F32 };
-    let measured_as = if library == GemmLibrary::Native {
-        GemmLibrary::Gemm
-    } else {
-        library
-    };
-    let base = probed_real(measured_as, real)?;
+    let (probe, library) = probed_as(library, dtype)?;
     let mut c = GemmCoeffs {
         dtype,
         library,
-        ..base
+        ..probe.row
     };
     if library == GemmLibrary::Native {
         c.flop *= nominal_gflops(GemmLibrary::Gemm, dtype) / nominal_gflops(library, dtype);
@@ -117,11 +117,54 @@ pub fn probed_gemm_coeffs(library: GemmLibrary, dtype: DType) -> Option<GemmCoef
     Some(c)
 }
 
+/// Seconds a column-major B (its `k` index of unit stride) adds per element of B (`k·n`) to a
+/// one-thread call of `library` on `dtype`, from the quick probe (twice the real precision's
+/// for a complex type); 0 when the probe is off or has no fit for the library, and for the
+/// engine's own GEMM, which the probe does not time.
+pub(super) fn column_major_b_seconds(library: GemmLibrary, dtype: DType) -> f64 {
+    if library == GemmLibrary::Native {
+        return 0.0;
+    }
+    let Some((probe, _)) = probed_as(library, dtype) else {
+        return 0.0;
+    };
+    if dtype.is_complex() {
+        2.0 * probe.b_col
+    } else {
+        probe.b_col
+    }
+}
+
+/// The probe of the real precision of `dtype` for `library` (the `gemm` crate's for our own
+/// GEMM), with the library the caller asked for.
+fn probed_as(library: GemmLibrary, dtype: DType) -> Option<(Probed, GemmLibrary)> {
+    if !enabled() {
+        return None;
+    }
+    let double = matches!(dtype, DType::F64 | DType::C64);
+    let real = if double { DType::F64 } else { DType::F32 };
+    let measured_as = if library == GemmLibrary::Native {
+        GemmLibrary::Gemm
+    } else {
+        library
+    };
+    Some((probed_real(measured_as, real)?, library))
+}
+
+/// What the probe found of one library in one real precision.
+#[derive(Clone, Debug)]
+struct Probed {
+    /// The fit to the row-major shapes.
+    row: GemmCoeffs,
+    /// Seconds a column-major B adds per element of B (`k·n`).
+    b_col: f64,
+}
+
 /// The probe of `library` for a real `dtype`, made once per process (both libraries of a
 /// precision at once); later lookups read a finished cell without locking.
-fn probed_real(library: GemmLibrary, dtype: DType) -> Option<GemmCoeffs> {
+fn probed_real(library: GemmLibrary, dtype: DType) -> Option<Probed> {
     /// The fits of [`PROBED_LIBRARIES`] in f32 and in f64.
-    type Fits = [Option<GemmCoeffs>; 2];
+    type Fits = [Option<Probed>; 2];
     static CELLS: [OnceLock<Fits>; 2] = [OnceLock::new(), OnceLock::new()];
     // Held while probing: two precisions probed at once would time each other.
     static PROBING: Mutex<()> = Mutex::new(());
@@ -146,19 +189,70 @@ fn probed_real(library: GemmLibrary, dtype: DType) -> Option<GemmCoeffs> {
 const PROBED_LIBRARIES: [GemmLibrary; 2] = [GemmLibrary::Gemm, GemmLibrary::MatrixMultiply];
 
 /// Times [`PROBED_LIBRARIES`] by these calls (in that order) and fits each.
-fn probe_precision<T: Copy + From<u8>>(
-    calls: [Call<T>; 2],
-    dtype: DType,
-) -> [Option<GemmCoeffs>; 2] {
+fn probe_precision<T: Copy + From<u8>>(calls: [Call<T>; 2], dtype: DType) -> [Option<Probed>; 2] {
     let libs = [
         (PROBED_LIBRARIES[0], calls[0]),
         (PROBED_LIBRARIES[1], calls[1]),
     ];
+    let jobs = probe_jobs();
     let mut fits = [None, None];
-    for (fit, (lib, samples)) in fits.iter_mut().zip(time_libraries::<T>(&libs)) {
-        *fit = fit_probe(lib, dtype, &samples);
+    for (fit, (lib, times)) in fits.iter_mut().zip(time_libraries::<T>(&libs, &jobs)) {
+        let row: Vec<Sample> = jobs
+            .iter()
+            .zip(&times)
+            .filter(|((_, l), t)| *l == GemmLayout::ROW && **t > 0.0 && t.is_finite())
+            .map(|(&((m, n, k), _), &t)| (m, n, k, t))
+            .collect();
+        *fit = fit_probe(lib, dtype, &row).map(|row| Probed {
+            row,
+            b_col: column_major_b_extra(&jobs, &times),
+        });
     }
     fits
+}
+
+/// What timing the probe does: every shape of [`GEMM_PROBE_SHAPES`] row-major, then each of
+/// [`B_COL_SHAPES`] row-major and with B column-major (`rc`).
+fn probe_jobs() -> Vec<(Shape, GemmLayout)> {
+    let rc = GemmLayout {
+        a_col: false,
+        b_col: true,
+    };
+    GEMM_PROBE_SHAPES
+        .iter()
+        .map(|&s| (s, GemmLayout::ROW))
+        .chain(
+            B_COL_SHAPES
+                .iter()
+                .flat_map(|&s| [(s, GemmLayout::ROW), (s, rc)]),
+        )
+        .collect()
+}
+
+/// Seconds a column-major B adds per element of B: the median over the shapes timed with B
+/// column-major of the time above the same shape's row-major call, per element (none below
+/// zero; 0 without samples). The row-major time of a shape is its first in `jobs`.
+fn column_major_b_extra(jobs: &[(Shape, GemmLayout)], times: &[f64]) -> f64 {
+    let row_time = |s: Shape| {
+        jobs.iter()
+            .zip(times)
+            .find(|((js, l), _)| *js == s && *l == GemmLayout::ROW)
+            .map(|(_, &t)| t)
+    };
+    let mut extra: Vec<f64> = jobs
+        .iter()
+        .zip(times)
+        .filter(|((_, l), t)| l.b_col && !l.a_col && t.is_finite())
+        .filter_map(|(&((m, n, k), _), &t)| {
+            let row = row_time((m, n, k)).filter(|r| r.is_finite())?;
+            Some(((t - row) / (k * n).max(1) as f64).max(0.0))
+        })
+        .collect();
+    if extra.is_empty() {
+        return 0.0;
+    }
+    extra.sort_by(f64::total_cmp);
+    extra[extra.len() / 2]
 }
 
 /// Coefficients fitted to `(m, n, k, seconds)` samples with no coefficient negative (a term
@@ -221,57 +315,56 @@ fn fit_probe(library: GemmLibrary, dtype: DType, samples: &[Sample]) -> Option<G
 /// One timed shape: `(m, n, k, seconds)`.
 type Sample = (usize, usize, usize, f64);
 
-/// A library's row-major `C = A·B` on the calling thread.
-type Call<T> = fn(&[T], &[T], &mut [T], Shape);
+/// A library's `C = A·B` on the calling thread: C row-major, A and B dense in the layout
+/// class given ([`GemmLayout::strides`]).
+type Call<T> = fn(&[T], &[T], &mut [T], Shape, GemmLayout);
 
-/// Times each library at each probe shape in [`PROBE_ROUNDS`] rounds that each time every
-/// library and shape in turn, keeping each one's best: a slow spell of a busy machine then
-/// falls on one round of all of them rather than on one library or shape. In each round, a
-/// shape is timed by one untimed call, then the best of at least [`PROBE_MIN_CALLS`] calls
-/// filling [`PROBE_SECONDS_PER_SHAPE`].
+/// Times each library at each `(shape, layout)` job in [`PROBE_ROUNDS`] rounds that each
+/// time every library and job in turn, keeping each one's best (seconds per call, in the
+/// order of `jobs`): a slow spell of a busy machine then falls on one round of all of them
+/// rather than on one library or shape. In each round, a job is timed by one untimed call,
+/// then the best of at least [`PROBE_MIN_CALLS`] calls filling [`PROBE_SECONDS_PER_SHAPE`].
 fn time_libraries<T: Copy + From<u8>>(
     libs: &[(GemmLibrary, Call<T>)],
-) -> Vec<(GemmLibrary, Vec<Sample>)> {
-    let mut best = vec![[f64::INFINITY; GEMM_PROBE_SHAPES.len()]; libs.len()];
+    jobs: &[(Shape, GemmLayout)],
+) -> Vec<(GemmLibrary, Vec<f64>)> {
+    let mut best = vec![vec![f64::INFINITY; jobs.len()]; libs.len()];
     for _ in 0..PROBE_ROUNDS {
         for (l, &(_, call)) in libs.iter().enumerate() {
-            for (s, &(m, n, k)) in GEMM_PROBE_SHAPES.iter().enumerate() {
+            for (s, &((m, n, k), layout)) in jobs.iter().enumerate() {
                 let a = vec![T::from(1); m * k];
                 let b = vec![T::from(2); k * n];
                 let mut c = vec![T::from(0); m * n];
                 let t0 = Instant::now();
-                call(&a, &b, &mut c, (m, n, k));
+                call(&a, &b, &mut c, (m, n, k), layout);
                 let first = t0.elapsed().as_secs_f64().max(1e-9);
                 let calls = ((PROBE_SECONDS_PER_SHAPE / first).ceil() as usize)
                     .clamp(PROBE_MIN_CALLS, PROBE_MAX_CALLS);
                 for _ in 0..calls {
                     let t = Instant::now();
-                    call(&a, &b, &mut c, (m, n, k));
+                    call(&a, &b, &mut c, (m, n, k), layout);
                     best[l][s] = best[l][s].min(t.elapsed().as_secs_f64());
                 }
                 std::hint::black_box(&c);
             }
         }
     }
-    libs.iter()
-        .zip(best)
-        .map(|(&(lib, _), times)| {
-            let samples = GEMM_PROBE_SHAPES
-                .iter()
-                .zip(times)
-                .filter(|(_, t)| *t > 0.0 && t.is_finite())
-                .map(|(&(m, n, k), t)| (m, n, k, t))
-                .collect();
-            (lib, samples)
-        })
-        .collect()
+    libs.iter().map(|&(lib, _)| lib).zip(best).collect()
 }
 
-/// `C = A·B` by the `gemm` crate on the calling thread, all three row-major.
-fn gemm_crate<T: 'static + Copy + From<u8>>(a: &[T], b: &[T], c: &mut [T], (m, n, k): Shape) {
+/// `C = A·B` by the `gemm` crate on the calling thread, C row-major, A and B in `layout`.
+fn gemm_crate<T: 'static + Copy + From<u8>>(
+    a: &[T],
+    b: &[T],
+    c: &mut [T],
+    (m, n, k): Shape,
+    layout: GemmLayout,
+) {
     assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
-    // SAFETY: A, B and C are dense row-major m×k, k×n and m×n buffers (checked above), C is
-    // borrowed mutably and overlaps neither; `read_dst` is false, so C's contents are not read.
+    let ([a_rs, a_cs], [b_rs, b_cs]) = layout.strides(m, n, k);
+    // SAFETY: A, B and C are dense m×k, k×n and m×n buffers (checked above) addressed by
+    // strides of their layout class, so every index stays inside them; C is borrowed mutably
+    // and overlaps neither; `read_dst` is false, so C's contents are not read.
     unsafe {
         gemm::gemm::<T>(
             m,
@@ -282,11 +375,11 @@ fn gemm_crate<T: 'static + Copy + From<u8>>(a: &[T], b: &[T], c: &mut [T], (m, n
             n as isize,
             false,
             a.as_ptr(),
-            1,
-            k as isize,
+            a_cs,
+            a_rs,
             b.as_ptr(),
-            1,
-            n as isize,
+            b_cs,
+            b_rs,
             T::from(0),
             T::from(1),
             false,
@@ -299,15 +392,17 @@ fn gemm_crate<T: 'static + Copy + From<u8>>(a: &[T], b: &[T], c: &mut [T], (m, n
 
 type Shape = (usize, usize, usize);
 
-/// Defines `$name`: `C = A·B` by `matrixmultiply::$gemm` in `$t`, all three row-major.
+/// Defines `$name`: `C = A·B` by `matrixmultiply::$gemm` in `$t`, C row-major, A and B in
+/// the layout class given.
 macro_rules! matrixmultiply_call {
     ($name:ident, $gemm:ident, $t:ty) => {
-        #[doc = concat!("`C = A·B` by `matrixmultiply` in ", stringify!($t), ", all three row-major.")]
-        fn $name(a: &[$t], b: &[$t], c: &mut [$t], (m, n, k): Shape) {
+        #[doc = concat!("`C = A·B` by `matrixmultiply` in ", stringify!($t), ", C row-major.")]
+        fn $name(a: &[$t], b: &[$t], c: &mut [$t], (m, n, k): Shape, layout: GemmLayout) {
             assert!(a.len() >= m * k && b.len() >= k * n && c.len() >= m * n);
-            let (k_, n_) = (k as isize, n as isize);
-            // SAFETY: dense row-major buffers of the sizes checked above; C overlaps neither
-            // operand.
+            let ([a_rs, a_cs], [b_rs, b_cs]) = layout.strides(m, n, k);
+            let n_ = n as isize;
+            // SAFETY: dense buffers of the sizes checked above, addressed by the strides of
+            // their layout class; C overlaps neither operand.
             unsafe {
                 matrixmultiply::$gemm(
                     m,
@@ -315,11 +410,11 @@ macro_rules! matrixmultiply_call {
                     n,
                     1.0,
                     a.as_ptr(),
-                    k_,
-                    1,
+                    a_rs,
+                    a_cs,
                     b.as_ptr(),
-                    n_,
-                    1,
+                    b_rs,
+                    b_cs,
                     0.0,
                     c.as_mut_ptr(),
                     n_,
@@ -338,29 +433,83 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_probed_libraries_compute_the_product() {
+    fn the_probed_libraries_compute_the_product_in_every_layout() {
         let (m, n, k) = (5, 7, 3);
-        let a: Vec<f64> = (0..m * k).map(|x| x as f64).collect();
-        let b: Vec<f64> = (0..k * n).map(|x| (x % 5) as f64).collect();
+        let a = |i: usize, l: usize| (i * k + l) as f64;
+        let b = |l: usize, j: usize| ((l * n + j) % 5) as f64;
         let mut want = vec![0.0; m * n];
         for i in 0..m {
             for j in 0..n {
-                want[i * n + j] = (0..k).map(|l| a[i * k + l] * b[l * n + j]).sum();
+                want[i * n + j] = (0..k).map(|l| a(i, l) * b(l, j)).sum();
             }
         }
-        let mut c = vec![f64::NAN; m * n];
-        gemm_crate(&a, &b, &mut c, (m, n, k));
-        assert_eq!(c, want);
-        let mut c = vec![f64::NAN; m * n];
-        mm_f64(&a, &b, &mut c, (m, n, k));
-        assert_eq!(c, want);
-        let (a32, b32): (Vec<f32>, Vec<f32>) = (
-            a.iter().map(|&x| x as f32).collect(),
-            b.iter().map(|&x| x as f32).collect(),
-        );
-        let mut c = vec![f32::NAN; m * n];
-        mm_f32(&a32, &b32, &mut c, (m, n, k));
-        assert_eq!(c, want.iter().map(|&x| x as f32).collect::<Vec<_>>());
+        for layout in GemmLayout::ALL {
+            let ([a_rs, a_cs], [b_rs, b_cs]) = layout.strides(m, n, k);
+            let mut da = vec![0.0; m * k];
+            for i in 0..m {
+                for l in 0..k {
+                    da[i * a_rs as usize + l * a_cs as usize] = a(i, l);
+                }
+            }
+            let mut db = vec![0.0; k * n];
+            for l in 0..k {
+                for j in 0..n {
+                    db[l * b_rs as usize + j * b_cs as usize] = b(l, j);
+                }
+            }
+            let mut c = vec![f64::NAN; m * n];
+            gemm_crate(&da, &db, &mut c, (m, n, k), layout);
+            assert_eq!(c, want, "gemm crate, {layout}");
+            let mut c = vec![f64::NAN; m * n];
+            mm_f64(&da, &db, &mut c, (m, n, k), layout);
+            assert_eq!(c, want, "matrixmultiply f64, {layout}");
+            let (a32, b32): (Vec<f32>, Vec<f32>) = (
+                da.iter().map(|&x| x as f32).collect(),
+                db.iter().map(|&x| x as f32).collect(),
+            );
+            let mut c = vec![f32::NAN; m * n];
+            mm_f32(&a32, &b32, &mut c, (m, n, k), layout);
+            assert_eq!(
+                c,
+                want.iter().map(|&x| x as f32).collect::<Vec<_>>(),
+                "matrixmultiply f32, {layout}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_column_major_b_costs_the_median_extra_per_element() {
+        let jobs = probe_jobs();
+        // row-major calls at 1 µs; column-major B at 1 µs plus 0.1, 0.3 and 0.2 ns per
+        // element of B
+        let mut at = 0;
+        let times: Vec<f64> = jobs
+            .iter()
+            .map(|&((_, n, k), l)| {
+                if l.b_col {
+                    at += 1;
+                    1e-6 + [1e-10, 3e-10, 2e-10][at - 1] * (k * n) as f64
+                } else {
+                    1e-6
+                }
+            })
+            .collect();
+        assert_eq!(at, B_COL_SHAPES.len());
+        let b = column_major_b_extra(&jobs, &times);
+        assert!((b - 2e-10).abs() < 1e-15, "{b}");
+        // never below zero: a column-major B that runs faster adds nothing
+        let faster: Vec<f64> = jobs
+            .iter()
+            .map(|&(_, l)| if l.b_col { 0.5e-6 } else { 1e-6 })
+            .collect();
+        assert_eq!(column_major_b_extra(&jobs, &faster), 0.0);
+        // every column-major shape is also timed row-major
+        for &(s, l) in &jobs {
+            assert!(
+                l == GemmLayout::ROW || jobs.contains(&(s, GemmLayout::ROW)),
+                "{s:?}"
+            );
+        }
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Every candidate of a two-operand contraction, priced and sorted: index orders taken from
-//! C's and the operands' strides, packed group orders `[batch|M|K]` or `[batch|K|M]` etc.,
+//! C's and the operands' strides, packed group orders `[batch|M|K]` or `[batch|K|M]` etc.
+//! (and, where only part of M or N fuses in C, `[batch|loops|K|M]`: the loops outermost, so
+//! that each call's block is one dense run),
 //! C written directly, through a temporary, in place or block by block, each GEMM library,
 //! serial or parallel independent loops, and GETT when our own library is asked for.
 
@@ -9,7 +11,7 @@ use super::candidate::{problem_bytes, Candidate, GettRun, Labels, Problem, StepC
 use super::groups::{by_stride, packed_layout, stride_of};
 use super::options::{PlanOptions, DEFAULT_TILE_BYTES, WIDE_TILE_BYTES};
 use super::price::{
-    dense_order, geometry, operand_layout, Geometry, Pricer, EXECUTE_CALL_SECONDS,
+    dense_order, fused_suffix, geometry, operand_layout, Geometry, Pricer, EXECUTE_CALL_SECONDS,
     RESIDENT_BLOCK_BYTES,
 };
 use crate::einsum::Label;
@@ -433,8 +435,10 @@ pub(crate) fn enumerate(
         for no in &n_opts {
             for ko in &k_opts {
                 let order = |g: [&[Label]; 3]| -> Option<Labels> { Some(g.concat().into()) };
-                let a_choices = [None, order([&batch, mo, ko]), order([&batch, ko, mo])];
-                let b_choices = [None, order([&batch, ko, no]), order([&batch, no, ko])];
+                let mut a_choices = vec![None, order([&batch, mo, ko]), order([&batch, ko, mo])];
+                a_choices.extend(loops_outside(&batch, mo, ko, out, pb.c));
+                let mut b_choices = vec![None, order([&batch, ko, no]), order([&batch, no, ko])];
+                b_choices.extend(loops_outside(&batch, no, ko, out, pb.c));
                 let mn: Labels = [&batch[..], mo, no].concat().into();
                 let nm: Labels = [&batch[..], no, mo].concat().into();
                 let mut c_choices = vec![
@@ -627,6 +631,28 @@ pub(crate) fn enumerate(
 }
 
 /// What candidates are ranked by: predicted seconds, then fewer copies.
+/// The packed order `[batch|loops|K|F]` of an operand whose free group `free` fuses in C (as
+/// given) only in its innermost part `F`: the other free labels become loops around the GEMM
+/// calls, and placed outermost they leave each call's block one dense run. In
+/// `[batch|K|free]` the rows of a call's block lie the whole loop range apart, often a
+/// multiple of 4 KiB, where they share cache sets: such calls ran at a fraction of their
+/// speed (`docs/TUNING.md`, "Loops outside a packed operand's K"). `None` when all or none
+/// of `free` fuses.
+fn loops_outside(
+    batch: &[Label],
+    free: &[Label],
+    k: &[Label],
+    out: &[Label],
+    c: &Layout,
+) -> Option<Option<Labels>> {
+    let fused = fused_suffix(free, &[(out, c)]);
+    if fused.is_empty() || fused.len() == free.len() || k.is_empty() {
+        return None;
+    }
+    let loops = &free[..free.len() - fused.len()];
+    Some(Some([batch, loops, k, &fused].concat().into()))
+}
+
 fn rank(c: &Candidate) -> (f64, usize) {
     (c.predicted.total(), c.copies())
 }

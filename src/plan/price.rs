@@ -21,7 +21,7 @@ use crate::transpose::{KernelKind, TransposeOptions, TransposePlan, STREAM_MIN_B
 
 /// The longest innermost part of `order` that fuses (in this order) in every `(labels,
 /// layout)` given.
-fn fused_suffix(order: &[Label], tensors: &[(&[Label], &Layout)]) -> Vec<Label> {
+pub(super) fn fused_suffix(order: &[Label], tensors: &[(&[Label], &Layout)]) -> Vec<Label> {
     for start in 0..=order.len() {
         let part = &order[start..];
         let ok = tensors
@@ -48,6 +48,15 @@ const RUN_HEAD_LINES: usize = 2;
 /// streams a run (see `docs/TUNING.md`).
 const RUN_STREAMED_AFTER_LINES: usize = 32;
 
+/// Stride (bytes) whose multiples put the runs of a block in the same sets of the L1 and L2
+/// caches (64 sets × 64 B per L1 way, and a divisor of every common L2 way size).
+const CONFLICT_STRIDE_BYTES: usize = 64 << 10;
+
+/// Most runs a stride of [`CONFLICT_STRIDE_BYTES`] multiples may hold before they conflict
+/// (the L1's associativity): beyond it [`access_penalty`] prices every line as scattered
+/// (`docs/TUNING.md`, "Loops outside a packed operand's K").
+const CONFLICT_MIN_RUNS: usize = 8;
+
 /// Extra seconds a GEMM call spends on an operand block that is not one contiguous run of
 /// memory: the lines of its short rows (or of every element, without a unit stride; a
 /// strided vector's elements too) are fetched one by one rather than streamed. Scattered lines are priced at a quarter of the
@@ -57,7 +66,9 @@ const RUN_STREAMED_AFTER_LINES: usize = 32;
 /// row at a time whether the rows are adjacent or not) only the first [`RUN_HEAD_LINES`]
 /// lines of each run count as scattered, so runs of four lines and more cost nothing extra.
 /// A and B keep the full price: the libraries pack them from each row in turn; only lines
-/// past [`RUN_STREAMED_AFTER_LINES`] in one run are free (see `docs/TUNING.md`).
+/// past [`RUN_STREAMED_AFTER_LINES`] in one run are free (see `docs/TUNING.md`). More than
+/// [`CONFLICT_MIN_RUNS`] runs a multiple of [`CONFLICT_STRIDE_BYTES`] apart share cache sets
+/// and evict each other: all their lines count as scattered.
 fn access_penalty(
     rows: (usize, isize),
     cols: (usize, isize),
@@ -87,9 +98,15 @@ fn access_penalty(
         let extra = scattered_lines.saturating_sub((len * es).div_ceil(line) / 2) as f64;
         return passes * extra * line as f64 * 4.0 / (p.copy_gbps(1) * 1e9);
     }
-    let head = |run: usize| {
+    // the lines of each of `runs` runs of `run` elements, `stride` elements apart, priced as
+    // scattered
+    let head = |run: usize, runs: usize, stride: isize| {
         let lines = (run * es).div_ceil(line);
-        if head_only {
+        let conflicting = runs > CONFLICT_MIN_RUNS
+            && (stride.unsigned_abs() * es).is_multiple_of(CONFLICT_STRIDE_BYTES);
+        if conflicting {
+            lines
+        } else if head_only {
             lines.min(RUN_HEAD_LINES)
         } else {
             lines.min(RUN_STREAMED_AFTER_LINES)
@@ -99,12 +116,12 @@ fn access_penalty(
         if rs.unsigned_abs() == c {
             return 0.0;
         }
-        r * head(c)
+        r * head(c, r, rs)
     } else if rs.unsigned_abs() == 1 {
         if cs.unsigned_abs() == r {
             return 0.0;
         }
-        c * head(r)
+        c * head(r, c, cs)
     } else {
         r * c
     };
@@ -628,16 +645,30 @@ mod tests {
         // 384 rows of 384 f64 (48 lines each): the first 32 lines of each, less half of all
         // 18432 lines, or nothing at the head
         assert!(close(
-            access_penalty((384, 98304), (384, 1), 1.0, 8, &p, false),
+            access_penalty((384, 98312), (384, 1), 1.0, 8, &p, false),
             384.0 * 32.0 - 9216.0
         ));
         // rows of 192 lines: streamed past their first 32, so no more than half scattered
         assert_eq!(
-            access_penalty((32, 2359296), (1536, 1), 1.0, 8, &p, false),
+            access_penalty((32, 2359304), (1536, 1), 1.0, 8, &p, false),
             0.0
         );
         assert_eq!(
-            access_penalty((384, 98304), (384, 1), 1.0, 8, &p, true),
+            access_penalty((384, 98312), (384, 1), 1.0, 8, &p, true),
+            0.0
+        );
+        // the same rows a multiple of 64 KiB apart share cache sets: every line scattered,
+        // less half of all, at the head too; eight such rows still fit the sets' ways
+        assert!(close(
+            access_penalty((32, 2359296), (1536, 1), 1.0, 8, &p, false),
+            32.0 * 192.0 - 3072.0
+        ));
+        assert!(close(
+            access_penalty((384, 1), (384, 98304), 1.0, 8, &p, true),
+            384.0 * 48.0 - 9216.0
+        ));
+        assert_eq!(
+            access_penalty((8, 2359296), (1536, 1), 1.0, 8, &p, false),
             0.0
         );
         // rows of 3 lines: head_only charges 2 of them, less half of all 3

@@ -313,11 +313,13 @@ impl GemmCoeffs {
         if m == 0 || n == 0 {
             return 0.0;
         }
-        let s = narrow_c_speedup(self.library, self.dtype, self.layout, (m, n, k));
-        let f = features(self.dtype, m, n, k).map(|x| x / s);
+        let f = self.features_of(m, n, k);
         let priced =
             self.call * f[0] + self.flop * f[1] + self.a * f[2] + self.b * f[3] + self.c * f[4];
-        let column_b = if self.layout.b_col && !self.measured && s == 1.0 {
+        let column_b = self.layout.b_col
+            && !self.measured
+            && narrow_c_speedup(self.library, self.dtype, self.layout, (m, n, k)) == 1.0;
+        let column_b = if column_b {
             super::gemm_probe::column_major_b_seconds(self.library, self.dtype) * (k * n) as f64
                 / self.threads.max(1) as f64
         } else {

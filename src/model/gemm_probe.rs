@@ -98,11 +98,10 @@ fn enabled() -> bool {
 /// }
 /// ```
 pub fn probed_gemm_coeffs(library: GemmLibrary, dtype: DType) -> Option<GemmCoeffs> {
-    let (probe, library) = probed_as(library, dtype)?;
     let mut c = GemmCoeffs {
         dtype,
         library,
-        ..probe.row
+        ..probed_as(library, dtype)?.row.clone()
     };
     if library == GemmLibrary::Native {
         c.flop *= nominal_gflops(GemmLibrary::Gemm, dtype) / nominal_gflops(library, dtype);
@@ -125,19 +124,17 @@ pub(super) fn column_major_b_seconds(library: GemmLibrary, dtype: DType) -> f64 
     if library == GemmLibrary::Native {
         return 0.0;
     }
-    let Some((probe, _)) = probed_as(library, dtype) else {
-        return 0.0;
-    };
+    let per_real = probed_as(library, dtype).map_or(0.0, |p| p.b_col);
     if dtype.is_complex() {
-        2.0 * probe.b_col
+        2.0 * per_real
     } else {
-        probe.b_col
+        per_real
     }
 }
 
 /// The probe of the real precision of `dtype` for `library` (the `gemm` crate's for our own
-/// GEMM), with the library the caller asked for.
-fn probed_as(library: GemmLibrary, dtype: DType) -> Option<(Probed, GemmLibrary)> {
+/// GEMM).
+fn probed_as(library: GemmLibrary, dtype: DType) -> Option<&'static Probed> {
     if !enabled() {
         return None;
     }
@@ -148,7 +145,7 @@ fn probed_as(library: GemmLibrary, dtype: DType) -> Option<(Probed, GemmLibrary)
     } else {
         library
     };
-    Some((probed_real(measured_as, real)?, library))
+    probed_real(measured_as, real)
 }
 
 /// What the probe found of one library in one real precision.
@@ -162,7 +159,7 @@ struct Probed {
 
 /// The probe of `library` for a real `dtype`, made once per process (both libraries of a
 /// precision at once); later lookups read a finished cell without locking.
-fn probed_real(library: GemmLibrary, dtype: DType) -> Option<Probed> {
+fn probed_real(library: GemmLibrary, dtype: DType) -> Option<&'static Probed> {
     /// The fits of [`PROBED_LIBRARIES`] in f32 and in f64.
     type Fits = [Option<Probed>; 2];
     static CELLS: [OnceLock<Fits>; 2] = [OnceLock::new(), OnceLock::new()];
@@ -182,7 +179,7 @@ fn probed_real(library: GemmLibrary, dtype: DType) -> Option<Probed> {
             probe_precision::<f64>([gemm_crate::<f64>, mm_f64], dtype)
         }
     })[lib]
-        .clone()
+        .as_ref()
 }
 
 /// The libraries the probe times, in the order of [`probe_precision`]'s calls.

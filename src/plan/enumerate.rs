@@ -436,9 +436,9 @@ pub(crate) fn enumerate(
             for ko in &k_opts {
                 let order = |g: [&[Label]; 3]| -> Option<Labels> { Some(g.concat().into()) };
                 let mut a_choices = vec![None, order([&batch, mo, ko]), order([&batch, ko, mo])];
-                a_choices.extend(loops_outside(&batch, mo, ko, out, pb.c));
+                a_choices.extend(loops_outside(&batch, mo, ko, out, pb.c).map(Some));
                 let mut b_choices = vec![None, order([&batch, ko, no]), order([&batch, no, ko])];
-                b_choices.extend(loops_outside(&batch, no, ko, out, pb.c));
+                b_choices.extend(loops_outside(&batch, no, ko, out, pb.c).map(Some));
                 let mn: Labels = [&batch[..], mo, no].concat().into();
                 let nm: Labels = [&batch[..], no, mo].concat().into();
                 let mut c_choices = vec![
@@ -630,7 +630,6 @@ pub(crate) fn enumerate(
     })
 }
 
-/// What candidates are ranked by: predicted seconds, then fewer copies.
 /// The packed order `[batch|loops|K|F]` of an operand whose free group `free` fuses in C (as
 /// given) only in its innermost part `F`: the other free labels become loops around the GEMM
 /// calls, and placed outermost they leave each call's block one dense run. In
@@ -644,15 +643,16 @@ fn loops_outside(
     k: &[Label],
     out: &[Label],
     c: &Layout,
-) -> Option<Option<Labels>> {
+) -> Option<Labels> {
     let fused = fused_suffix(free, &[(out, c)]);
     if fused.is_empty() || fused.len() == free.len() || k.is_empty() {
         return None;
     }
     let loops = &free[..free.len() - fused.len()];
-    Some(Some([batch, loops, k, &fused].concat().into()))
+    Some([batch, loops, k, &fused].concat().into())
 }
 
+/// What candidates are ranked by: predicted seconds, then fewer copies.
 fn rank(c: &Candidate) -> (f64, usize) {
     (c.predicted.total(), c.copies())
 }

@@ -98,9 +98,9 @@ fn access_penalty(
         let extra = scattered_lines.saturating_sub((len * es).div_ceil(line) / 2) as f64;
         return passes * extra * line as f64 * 4.0 / (p.copy_gbps(1) * 1e9);
     }
-    // the lines of each of `runs` runs of `run` elements, `stride` elements apart, priced as
-    // scattered
-    let head = |run: usize, runs: usize, stride: isize| {
+    // the lines priced as scattered in each of `runs` runs of `run` elements, `stride`
+    // elements apart
+    let scattered_per_run = |run: usize, runs: usize, stride: isize| {
         let lines = (run * es).div_ceil(line);
         let conflicting = runs > CONFLICT_MIN_RUNS
             && (stride.unsigned_abs() * es).is_multiple_of(CONFLICT_STRIDE_BYTES);
@@ -116,12 +116,12 @@ fn access_penalty(
         if rs.unsigned_abs() == c {
             return 0.0;
         }
-        r * head(c, r, rs)
+        r * scattered_per_run(c, r, rs)
     } else if rs.unsigned_abs() == 1 {
         if cs.unsigned_abs() == r {
             return 0.0;
         }
-        c * head(r, c, cs)
+        c * scattered_per_run(r, c, cs)
     } else {
         r * c
     };

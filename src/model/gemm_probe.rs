@@ -4,7 +4,7 @@
 //! The first plan that prices a GEMM of a real element type times the `gemm` crate and
 //! `matrixmultiply` on one thread at a few shapes of the kinds contractions make (a 192³ cube
 //! for the compute rate; long, flat, deep and tiny products for the per-element and per-call
-//! costs), in two interleaved rounds, some 3–5 ms per library and precision, once per process, and fits the five
+//! costs), in two interleaved rounds, some 6 ms per library and precision, once per process, and fits the five
 //! coefficients of [`GemmCoeffs`] to them (the compute rate from the largest product, the
 //! other four by least squares on relative errors, none negative). It also times a few wide
 //! products with B column-major beside the same products row-major and takes what a

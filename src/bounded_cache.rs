@@ -85,6 +85,27 @@ impl<K, V> BoundedCache<K, V> {
         self.order.push_back(hash);
     }
 
+    /// Puts `value` in place of the value filed under `hash` whose key satisfies `matches`
+    /// (its age unchanged); nothing happens when there is none (dropped meanwhile).
+    ///
+    /// ```
+    /// use ttgt::bounded_cache::{hash_of, BoundedCache};
+    /// let mut c = BoundedCache::new(2);
+    /// c.insert(hash_of("a"), "a", 1);
+    /// c.replace(hash_of("a"), |k| *k == "a", 2);
+    /// c.replace(hash_of("b"), |k| *k == "b", 3);
+    /// assert_eq!((c.get(hash_of("a"), |k| *k == "a"), c.len()), (Some(&2), 1));
+    /// ```
+    pub fn replace(&mut self, hash: u64, matches: impl Fn(&K) -> bool, value: V) {
+        let found = self
+            .map
+            .get_mut(&hash)
+            .and_then(|b| b.iter_mut().find(|(k, _)| matches(k)));
+        if let Some((_, v)) = found {
+            *v = value;
+        }
+    }
+
     /// Drops every entry.
     pub fn clear(&mut self) {
         self.map.clear();

@@ -1,9 +1,11 @@
 //! A bounded cache of contraction plans keyed by spec, operand layouts, element type and
 //! options, so that a repeated `contract()` call plans once.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::contraction::ContractionPlan;
+use super::enumerate::Scope;
 use super::options::PlanOptions;
 use super::path::{ContractionPath, PathOptions};
 use crate::bounded_cache::{cached, hash_of, BoundedCache};
@@ -26,7 +28,20 @@ type Key = (
     u64,
 );
 
-type Cache = BoundedCache<Key, Arc<ContractionPlan>>;
+/// A cached plan and how often a lookup found it (counted while it has not searched every
+/// candidate).
+#[derive(Clone)]
+struct Entry {
+    plan: Arc<ContractionPlan>,
+    hits: Arc<AtomicUsize>,
+}
+
+/// A plan made by a quick search is planned again, fully, on this lookup that finds it.
+/// Rationale: by then the calls have shown they repeat, and a full search (100-300 µs) costs
+/// a few of the calls it may speed up (`docs/TUNING.md`).
+pub const FULL_SEARCH_ON_HIT: usize = 8;
+
+type Cache = BoundedCache<Key, Entry>;
 
 fn cache() -> &'static Mutex<Cache> {
     static C: OnceLock<Mutex<Cache>> = OnceLock::new();
@@ -70,12 +85,16 @@ pub fn cached_contraction_plan(
             && k.6 == outside
             && k.7 == rules
     };
-    cached(cache(), hash, same, || {
-        let mut plan = plan_at(spec, inputs, c, dtype, options, threads, outside)?;
+    let made = |scope| -> Result<Arc<ContractionPlan>> {
+        let mut plan = plan_at(spec, inputs, c, dtype, options, threads, outside, scope)?;
         // a plan called again and again refines its choice from its first executions
         if super::refinement_enabled() && options.tuning == super::PlanTuning::Estimate {
             plan.refine_from_executions();
         }
+        Ok(Arc::new(plan))
+    };
+    let entry = cached(cache(), hash, same, || {
+        let plan = made(Scope::Quick)?;
         let key = (
             spec.to_string(),
             inputs.to_vec(),
@@ -86,12 +105,30 @@ pub fn cached_contraction_plan(
             outside,
             rules,
         );
-        Ok((key, Arc::new(plan)))
-    })
+        let hits = Arc::new(AtomicUsize::new(0));
+        Ok((key, Entry { plan, hits }))
+    })?;
+    if entry.plan.searched_fully()
+        || entry.hits.fetch_add(1, Ordering::Relaxed) + 1 != FULL_SEARCH_ON_HIT
+    {
+        return Ok(entry.plan);
+    }
+    // called repeatedly: planned again with every candidate, in place of the quick plan
+    let plan = made(Scope::Full)?;
+    let full = Entry {
+        plan: plan.clone(),
+        hits: entry.hits,
+    };
+    cache()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .replace(hash, same, full);
+    Ok(plan)
 }
 
 /// The plan a call makes at `threads`, on one thread instead where the small-work rule
 /// applies (`outside`: called from outside a pool of that size with the count left open).
+#[allow(clippy::too_many_arguments)]
 fn plan_at(
     spec: &str,
     inputs: &[Layout],
@@ -100,20 +137,54 @@ fn plan_at(
     options: &PlanOptions,
     threads: usize,
     outside: bool,
+    scope: Scope,
 ) -> Result<ContractionPlan> {
     let planned = |threads| {
         let o = PlanOptions {
             threads: Some(threads),
             ..options.clone()
         };
-        ContractionPlan::with_options(spec, inputs, c, dtype, &o)
+        ContractionPlan::with_scope(spec, inputs, c, dtype, &o, scope)
     };
-    let plan = planned(threads)?;
-    if outside && better_on_one_thread(&plan) {
-        planned(1)
-    } else {
-        Ok(plan)
+    if !outside || threads == 1 || !may_be_small(spec, inputs, dtype) {
+        return planned(threads);
     }
+    // Planned on one thread first: work predicted below the rule's bound there keeps that
+    // plan without planning again (most calls the rule applies to plan once).
+    let one = planned(1)?;
+    if one.predicted_seconds() < SINGLE_THREAD_BELOW_SECONDS {
+        return Ok(one);
+    }
+    let plan = planned(threads)?;
+    Ok(if better_on_one_thread(&plan) {
+        one
+    } else {
+        plan
+    })
+}
+
+/// Double-precision FLOPs per second no single core reaches (twice that in single
+/// precision). Rationale: two 512-bit FMA pipes at 3.9 GHz give 125 GFLOP/s.
+const SINGLE_CORE_F64_FLOPS_ABOVE: f64 = 1.25e11;
+
+/// FLOPs per second of `dtype` no single core reaches: work of more FLOPs than this rate
+/// does in some time takes longer on one core.
+pub(super) fn single_core_flops_above(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 | DType::C64 => SINGLE_CORE_F64_FLOPS_ABOVE,
+        _ => 2.0 * SINGLE_CORE_F64_FLOPS_ABOVE,
+    }
+}
+
+/// Whether the contraction's FLOPs leave the small-work rule possible (errors are left to
+/// the planner, which reports them).
+fn may_be_small(spec: &str, inputs: &[Layout], dtype: DType) -> bool {
+    let shapes: Vec<&[usize]> = inputs.iter().map(|l| l.dims()).collect();
+    let flops = crate::einsum::parse(spec)
+        .and_then(|p| p.bind(&shapes))
+        .and_then(|b| b.classify())
+        .map_or(0.0, |c| c.flops(dtype));
+    flops < SINGLE_THREAD_BELOW_SECONDS * single_core_flops_above(dtype)
 }
 
 /// The plan [`cached_contraction_plan`] would make for these arguments, made now and not
@@ -127,7 +198,16 @@ pub(crate) fn plan_as_called(
 ) -> Result<ContractionPlan> {
     let threads = crate::threads::resolve(options.threads)?;
     let outside = options.threads.is_none() && crate::transpose::wakes_threads(threads);
-    plan_at(spec, inputs, c, dtype, options, threads, outside)
+    plan_at(
+        spec,
+        inputs,
+        c,
+        dtype,
+        options,
+        threads,
+        outside,
+        Scope::Full,
+    )
 }
 
 /// Paths kept (least recently inserted ones are dropped first).
@@ -246,6 +326,37 @@ mod tests {
         assert_eq!((one.threads(), two.threads()), (1, 2));
         assert!(Arc::ptr_eq(&two, &plan(1000, 2)));
         assert!(!Arc::ptr_eq(&one, &two));
+    }
+
+    #[test]
+    fn a_quick_plan_is_searched_fully_once_it_repeats() {
+        // tiny work whose M group has two orders (A's and C's): a quick search on the first
+        // call considers one
+        let r = |d: &[usize]| Layout::row_major(d).unwrap();
+        let (l, lc) = ([r(&[11, 12, 13]), r(&[13, 14])], r(&[12, 11, 14]));
+        let o = PlanOptions::default();
+        let get = || {
+            with_threads(1, || {
+                cached_contraction_plan("bac,cd->abd", &l, &lc, DType::F64, &o).unwrap()
+            })
+        };
+        let first = get();
+        assert!(!first.searched_fully());
+        let one = PlanOptions {
+            threads: Some(1),
+            ..Default::default()
+        };
+        let direct =
+            ContractionPlan::with_options("bac,cd->abd", &l, &lc, DType::F64, &one).unwrap();
+        assert!(direct.searched_fully());
+        assert!(first.candidates().len() < direct.candidates().len());
+        // (another test may clear the cache meanwhile: the count then starts again)
+        let full = (0..4 * FULL_SEARCH_ON_HIT)
+            .map(|_| get())
+            .find(|p| p.searched_fully())
+            .expect("a full search after repeated calls");
+        assert_eq!(full.candidates().len(), direct.candidates().len());
+        assert!((0..100).any(|_| Arc::ptr_eq(&full, &get())));
     }
 
     #[test]

@@ -141,7 +141,7 @@ pub struct Candidate {
     /// (`None`: the GEMM writes C).
     pub c_temp: Option<Labels>,
     /// The GEMM writes C's memory in another order, permuted in place afterwards.
-    pub c_in_place: Option<InPlaceC>,
+    pub c_in_place: Option<Box<InPlaceC>>,
     /// The GEMM writes C block by block into a cached buffer, each block transposed into C
     /// right after it is computed. `loops`, `reduce` and the GEMM dimensions are then those
     /// of one block, and `parallel` says whether blocks run on rayon threads.

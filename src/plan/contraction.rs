@@ -1,11 +1,12 @@
 //! [`ContractionPlan`]: a spec bound to operand layouts, its candidates priced by the cost
 //! models, and the chosen one.
 
+use super::cache::single_core_flops_above;
 use super::candidate::{problem_bytes, Candidate, Problem, StepCosts};
-use super::enumerate::enumerate;
+use super::enumerate::{enumerate, Scope};
 use super::groups::in_order_of;
 use super::loops::{loops_alone, loops_candidate};
-use super::options::{Epilogue, PlanOptions};
+use super::options::{Epilogue, PlanOptions, PlanTuning};
 use super::prepare::{prepare, OperandPrep};
 use super::refine::{Pick, Refinement};
 use super::storage::{f32_image, HalfStorage};
@@ -46,7 +47,14 @@ pub struct ContractionPlan {
     /// For `f16`/`bf16` operands: the caller's layouts and the conversions around the `f32`
     /// plan this is (whose `dtype`, `inputs` and `c` are the images').
     pub(crate) storage: Option<Box<HalfStorage>>,
+    /// Whether every candidate was considered (not only a quick search's).
+    pub(crate) searched_fully: bool,
 }
+
+/// Work whose best candidate of a quick search predicts below this keeps that search's
+/// choice on its first calls. Rationale: a full search costs 100-300 µs, more than such a
+/// call could gain from it before it has been repeated (`docs/TUNING.md`).
+pub const QUICK_PLAN_BELOW_SECONDS: f64 = 2e-5;
 
 impl ContractionPlan {
     /// Plans `spec` for operands of the given layouts (as passed, before `...` broadcasting)
@@ -79,6 +87,21 @@ impl ContractionPlan {
         c: &Layout,
         dtype: DType,
         options: &PlanOptions,
+    ) -> Result<Self> {
+        Self::with_scope(spec, inputs, c, dtype, options, Scope::Full)
+    }
+
+    /// Plans with `scope` [`Scope::Quick`]: work whose best quick candidate predicts under
+    /// [`QUICK_PLAN_BELOW_SECONDS`] keeps the quick search's candidates (the plan cache
+    /// searches fully once such a plan is called again and again); other work, and plans
+    /// tuned by measurement, are searched fully.
+    pub(crate) fn with_scope(
+        spec: &str,
+        inputs: &[Layout],
+        c: &Layout,
+        dtype: DType,
+        options: &PlanOptions,
+        scope: Scope,
     ) -> Result<Self> {
         let parsed = parse(spec)?;
         let shapes: Vec<&[usize]> = inputs.iter().map(|l| l.dims()).collect();
@@ -117,7 +140,8 @@ impl ContractionPlan {
                 },
                 _ => options.clone(),
             };
-            let mut plan = Self::with_options(spec, &images, &f32_image(c)?, DType::F32, &inner)?;
+            let mut plan =
+                Self::with_scope(spec, &images, &f32_image(c)?, DType::F32, &inner, scope)?;
             if let (Some(None), Some(limit)) = (rest, options.workspace_limit) {
                 if !plan.runs_unconverted() {
                     return Err(Error::Workspace {
@@ -149,6 +173,7 @@ impl ContractionPlan {
             measured: Vec::new(),
             refine: Refinement::default(),
             storage: None,
+            searched_fully: true,
             preps,
             bound,
             contraction,
@@ -172,7 +197,23 @@ impl ContractionPlan {
                 plan.candidates = vec![c.clone()];
                 return Ok(plan);
             }
-            let e = enumerate(&problem, options, loops)?;
+            let quick = scope == Scope::Quick
+                && options.tuning == PlanTuning::Estimate
+                && plan.contraction.flops(dtype)
+                    < QUICK_PLAN_BELOW_SECONDS * single_core_flops_above(dtype);
+            let mut e = None;
+            if quick {
+                let q = enumerate(&problem, options, loops.clone(), Scope::Quick)?;
+                let best = q.candidates.first().map(|c| c.predicted.total());
+                if best.is_some_and(|t| t < QUICK_PLAN_BELOW_SECONDS) {
+                    plan.searched_fully = false;
+                    e = Some(q);
+                }
+            }
+            let e = match e {
+                Some(e) => e,
+                None => enumerate(&problem, options, loops, Scope::Full)?,
+            };
             if e.candidates.is_empty() {
                 return Err(Error::Workspace {
                     needed: e.best_excluded.map_or(0, |c| c.workspace_bytes),
@@ -230,6 +271,20 @@ impl ContractionPlan {
     /// Threads the plan runs on.
     pub fn threads(&self) -> usize {
         self.threads
+    }
+
+    /// Whether the plan considered every candidate: false for a small contraction planned
+    /// by the plan cache on its first call, which searches only the groups' first orders
+    /// (the cache plans it again, fully, once it is called repeatedly).
+    ///
+    /// ```
+    /// use ttgt::{ContractionPlan, DType, Layout};
+    /// let r = |d: &[usize]| Layout::row_major(d).unwrap();
+    /// let p = ContractionPlan::new("ij,jk->ik", &[r(&[3, 4]), r(&[4, 5])], &r(&[3, 5]), DType::F64).unwrap();
+    /// assert!(p.searched_fully());
+    /// ```
+    pub fn searched_fully(&self) -> bool {
+        self.searched_fully
     }
 
     /// Every candidate that fits the workspace limit, best predicted first (empty for

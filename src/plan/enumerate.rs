@@ -22,6 +22,23 @@ use crate::model::{
 };
 use crate::tensor::Layout;
 
+/// How much of the candidate space an enumeration covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Every candidate.
+    Full,
+    /// The groups' first orders only (M and N in C's order, K in A's) with every choice of
+    /// packs, write-back, library and parallelism, and no tiled write-backs: about a fifth
+    /// of the candidates, for work too small to repay a full search on its first call.
+    Quick,
+}
+
+/// The first of `opts` alone.
+fn first(mut opts: Vec<Vec<Label>>) -> Vec<Vec<Label>> {
+    opts.truncate(1);
+    opts
+}
+
 /// Result of an enumeration: candidates sorted by predicted time, and how many the
 /// workspace limit excluded (with the best excluded one).
 pub(crate) struct Enumeration {
@@ -370,6 +387,7 @@ pub(crate) fn enumerate(
     pb: &Problem<'_>,
     options: &PlanOptions,
     loops: Option<Candidate>,
+    scope: Scope,
 ) -> Result<Enumeration> {
     let threads = crate::threads::resolve(options.threads)?;
     let (pa, pbp) = (&pb.preps[0], &pb.preps[1]);
@@ -392,6 +410,10 @@ pub(crate) fn enumerate(
         by_stride(&pb.k, &pa.kept, &pa.prepared),
         by_stride(&pb.k, &pbp.kept, &pbp.prepared),
     ]);
+    let (m_opts, n_opts, k_opts) = match scope {
+        Scope::Full => (m_opts, n_opts, k_opts),
+        Scope::Quick => (first(m_opts), first(n_opts), first(k_opts)),
+    };
     let batch = by_stride(&pb.batch, out, pb.c);
     let mut pricer = Pricer::new(
         pb,
@@ -450,7 +472,10 @@ pub(crate) fn enumerate(
                     c_choices.push((Some(mn), true));
                     c_choices.push((Some(nm), true));
                 }
-                let tile_sets = tile_block_sets(pb, [mo, no], tile_bytes, wide_bytes);
+                let tile_sets = match scope {
+                    Scope::Full => tile_block_sets(pb, [mo, no], tile_bytes, wide_bytes),
+                    Scope::Quick => Vec::new(),
+                };
                 // the layouts the GEMM sees, once per choice
                 let c_layouts = c_choices
                     .iter()
@@ -571,7 +596,7 @@ pub(crate) fn enumerate(
                                         a_pack: ac.clone(),
                                         b_pack: bc.clone(),
                                         c_temp: if ip.is_some() { None } else { cc.clone() },
-                                        c_in_place: ip.as_ref().map(|x| x.0.clone()),
+                                        c_in_place: ip.as_ref().map(|x| Box::new(x.0.clone())),
                                         c_tiles: None,
                                         m: gm.clone(),
                                         n: gn.clone(),

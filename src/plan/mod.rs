@@ -27,10 +27,11 @@ mod times;
 
 pub use cache::{
     better_on_one_thread, cached_contraction_plan, cached_path, clear_plan_caches,
-    CONTRACTION_CACHE_CAPACITY, PATH_CACHE_CAPACITY, SINGLE_THREAD_BELOW_SECONDS,
+    CONTRACTION_CACHE_CAPACITY, FULL_SEARCH_ON_HIT, PATH_CACHE_CAPACITY,
+    SINGLE_THREAD_BELOW_SECONDS,
 };
 pub use candidate::{Candidate, CandidateKind, GettRun, InPlaceC, Labels, StepCosts, TiledC};
-pub use contraction::ContractionPlan;
+pub use contraction::{ContractionPlan, QUICK_PLAN_BELOW_SECONDS};
 pub(crate) use groups::{axes_of, axis_of, fuse_axes, packed_layout, stride_of};
 pub use loops::{LoopDim, NestedLoops, LOOPS_ALONE_SECONDS, LOOPS_MAX_PRODUCTS};
 pub use options::{Epilogue, PlanOptions, PlanTuning, DEFAULT_TILE_BYTES, WIDE_TILE_BYTES};

@@ -201,17 +201,18 @@ impl ContractionPlan {
                 && options.tuning == PlanTuning::Estimate
                 && plan.contraction.flops(dtype)
                     < QUICK_PLAN_BELOW_SECONDS * single_core_flops_above(dtype);
-            let mut e = None;
-            if quick {
+            let kept = if quick {
                 let q = enumerate(&problem, options, loops.clone(), Scope::Quick)?;
-                let best = q.candidates.first().map(|c| c.predicted.total());
-                if best.is_some_and(|t| t < QUICK_PLAN_BELOW_SECONDS) {
-                    plan.searched_fully = false;
-                    e = Some(q);
-                }
-            }
-            let e = match e {
-                Some(e) => e,
+                let small = q.candidates.first().map(|c| c.predicted.total());
+                small
+                    .is_some_and(|t| t < QUICK_PLAN_BELOW_SECONDS)
+                    .then_some(q)
+            } else {
+                None
+            };
+            plan.searched_fully = kept.is_none();
+            let e = match kept {
+                Some(q) => q,
                 None => enumerate(&problem, options, loops, Scope::Full)?,
             };
             if e.candidates.is_empty() {

@@ -28,8 +28,9 @@ pub enum Scope {
     /// Every candidate.
     Full,
     /// The groups' first orders only (M and N in C's order, K in A's) with every choice of
-    /// packs, write-back, library and parallelism, and no tiled write-backs: about a fifth
-    /// of the candidates, for work too small to repay a full search on its first call.
+    /// packs, write-back, library and parallelism, and no tiled write-backs: fewer candidates
+    /// where a group has several orders, for work too small to repay a full search on its
+    /// first call.
     Quick,
 }
 

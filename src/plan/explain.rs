@@ -97,9 +97,10 @@ pub(crate) fn explain(plan: &ContractionPlan, times: Option<&StepTimes>) -> Stri
         ),
         None => format!("1 of {}, best predicted", plan.candidates.len()),
     };
-    let how = match plan.searched_fully {
-        true => how,
-        false => format!("{how} by a quick search"),
+    let how = if plan.searched_fully {
+        how
+    } else {
+        format!("{how} by a quick search")
     };
     let _ = writeln!(s, "  chosen ({how}): {}", c.summary());
     let _ = writeln!(

@@ -93,8 +93,15 @@ pub fn cached_contraction_plan(
         }
         Ok(Arc::new(plan))
     };
+    // a quick first plan is replaced by a full one after a few calls: only where the plan
+    // may change its choice anyway (refinement on), so that `TTGT_REFINE=0` keeps one plan
+    let first = if super::refinement_enabled() {
+        Scope::Quick
+    } else {
+        Scope::Full
+    };
     let entry = cached(cache(), hash, same, || {
-        let plan = made(Scope::Quick)?;
+        let plan = made(first)?;
         let key = (
             spec.to_string(),
             inputs.to_vec(),
@@ -341,6 +348,11 @@ mod tests {
             })
         };
         let first = get();
+        if !crate::plan::refinement_enabled() {
+            // (`TTGT_REFINE=0`: one plan, searched fully from the first call)
+            assert!(first.searched_fully());
+            return;
+        }
         assert!(!first.searched_fully());
         let one = PlanOptions {
             threads: Some(1),

@@ -428,6 +428,13 @@ impl QcRun {
         Ok(s)
     }
 
+    /// One untimed batch, so that the next timed one starts on cores that are already
+    /// running this call (after a pause, a 2-core host's first milliseconds of threaded
+    /// calls run several times slower).
+    pub fn warm_up(&mut self) -> Result<()> {
+        self.replay.calls(self.per_batch).map(|_| ())
+    }
+
     /// The result so far.
     pub fn result(&self) -> &QcResult {
         &self.result

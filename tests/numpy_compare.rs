@@ -11,15 +11,24 @@ fn numpy_available() -> bool {
         .unwrap_or(false)
 }
 
+/// Whether numpy is there; without it, says the test skipped (a failure under
+/// `TTGT_REQUIRE_NUMPY=1`).
+fn numpy_or_skip() -> bool {
+    if numpy_available() {
+        return true;
+    }
+    let required = std::env::var("TTGT_REQUIRE_NUMPY").is_ok_and(|v| v == "1");
+    assert!(
+        !required,
+        "TTGT_REQUIRE_NUMPY=1 but `python3 -c \"import numpy\"` fails"
+    );
+    println!("SKIPPED: numpy not available");
+    false
+}
+
 #[test]
 fn matches_numpy_einsum() {
-    if !numpy_available() {
-        let required = std::env::var("TTGT_REQUIRE_NUMPY").is_ok_and(|v| v == "1");
-        assert!(
-            !required,
-            "TTGT_REQUIRE_NUMPY=1 but `python3 -c \"import numpy\"` fails"
-        );
-        println!("SKIPPED: numpy not available");
+    if !numpy_or_skip() {
         return;
     }
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/numpy_compare.py");
@@ -44,13 +53,7 @@ fn matches_numpy_einsum() {
 /// and numpy's time of the same call.
 #[test]
 fn qc_bench_beside_numpy_on_two_threads() {
-    if !numpy_available() {
-        let required = std::env::var("TTGT_REQUIRE_NUMPY").is_ok_and(|v| v == "1");
-        assert!(
-            !required,
-            "TTGT_REQUIRE_NUMPY=1 but `python3 -c \"import numpy\"` fails"
-        );
-        println!("SKIPPED: numpy not available");
+    if !numpy_or_skip() {
         return;
     }
     let out = Command::new(env!("CARGO_BIN_EXE_ttgt"))

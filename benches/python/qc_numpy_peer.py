@@ -1,6 +1,8 @@
 """The numpy side of ``ttgt bench contract --cases qc`` (run by the ``ttgt`` binary, which
 embeds this file), driven one request per line on standard input, one JSON answer per line:
 
+- ``{"op": "ready"}`` answers ``{}`` once numpy (and PySCF) are imported, so that the
+  binary's first plans and probes do not run beside the imports;
 - ``{"op": "start", "case": {...}}`` makes the operands (recorded shapes and strides), calls
   each way once (the first call) and once more to size its batches;
 - ``{"op": "round"}`` times one batch of repeated calls of each way, so that the binary can
@@ -44,7 +46,9 @@ def main() -> None:
     for line in sys.stdin:
         req = json.loads(line)
         out: Dict[str, float] = {}
-        if req["op"] == "start":
+        if req["op"] == "ready":
+            pass
+        elif req["op"] == "start":
             case = req["case"]
             dtype = np.dtype(case["dtype"])
             ops = [operand(s, t, dtype, i + 1) for i, (s, t) in enumerate(zip(case["shapes"], case["strides"]))]

@@ -4,8 +4,9 @@
 //! The first plan that prices a GEMM of a real element type times the `gemm` crate and
 //! `matrixmultiply` on one thread at a few shapes of the kinds contractions make (a 192³ cube
 //! for the compute rate; long, flat, deep and tiny products for the per-element and per-call
-//! costs), in two interleaved rounds, some 6 ms per library and precision, once per process, and fits the five
-//! coefficients of [`GemmCoeffs`] to them (the compute rate from the largest product, the
+//! costs), in two rounds with the libraries alternating shape by shape, some tens of
+//! milliseconds per precision, once per process, and fits the five coefficients of
+//! [`GemmCoeffs`] to them (the compute rate from the largest product, the
 //! other four by least squares on relative errors, none negative). It also times a few wide
 //! products with B column-major beside the same products row-major and takes what a
 //! column-major B adds per element of B ([`column_major_b_seconds`]: the `gemm` crate packs
@@ -317,18 +318,20 @@ type Sample = (usize, usize, usize, f64);
 type Call<T> = fn(&[T], &[T], &mut [T], Shape, GemmLayout);
 
 /// Times each library at each `(shape, layout)` job in [`PROBE_ROUNDS`] rounds that each
-/// time every library and job in turn, keeping each one's best (seconds per call, in the
-/// order of `jobs`): a slow spell of a busy machine then falls on one round of all of them
-/// rather than on one library or shape. In each round, a job is timed by one untimed call,
-/// then the best of at least [`PROBE_MIN_CALLS`] calls filling [`PROBE_SECONDS_PER_SHAPE`].
+/// time every job in turn, each job by every library one after the other, keeping each one's
+/// best (seconds per call, in the order of `jobs`): the libraries' calls of one shape are
+/// then a millisecond apart, so that a spell of load from elsewhere (another process
+/// starting, a neighbour on a shared host) slows both alike and leaves their order as it is.
+/// In each round, a job is timed by one untimed call, then the best of at least
+/// [`PROBE_MIN_CALLS`] calls filling [`PROBE_SECONDS_PER_SHAPE`].
 fn time_libraries<T: Copy + From<u8>>(
     libs: &[(GemmLibrary, Call<T>)],
     jobs: &[(Shape, GemmLayout)],
 ) -> Vec<(GemmLibrary, Vec<f64>)> {
     let mut best = vec![vec![f64::INFINITY; jobs.len()]; libs.len()];
     for _ in 0..PROBE_ROUNDS {
-        for (l, &(_, call)) in libs.iter().enumerate() {
-            for (s, &((m, n, k), layout)) in jobs.iter().enumerate() {
+        for (s, &((m, n, k), layout)) in jobs.iter().enumerate() {
+            for (l, &(_, call)) in libs.iter().enumerate() {
                 let a = vec![T::from(1); m * k];
                 let b = vec![T::from(2); k * n];
                 let mut c = vec![T::from(0); m * n];
@@ -428,6 +431,45 @@ matrixmultiply_call!(mm_f64, dgemm, f64);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// The calls the fake libraries below received: (library, m).
+        static CALLS: RefCell<Vec<(usize, usize)>> = const { RefCell::new(Vec::new()) };
+    }
+
+    fn fake_0(_: &[f64], _: &[f64], _: &mut [f64], (m, _, _): Shape, _: GemmLayout) {
+        CALLS.with(|c| c.borrow_mut().push((0, m)));
+    }
+
+    fn fake_1(_: &[f64], _: &[f64], _: &mut [f64], (m, _, _): Shape, _: GemmLayout) {
+        CALLS.with(|c| c.borrow_mut().push((1, m)));
+    }
+
+    #[test]
+    fn the_libraries_alternate_shape_by_shape_in_every_round() {
+        let jobs = [((3, 2, 2), GemmLayout::ROW), ((4, 2, 2), GemmLayout::ROW)];
+        let libs: [(GemmLibrary, Call<f64>); 2] = [
+            (GemmLibrary::Gemm, fake_0),
+            (GemmLibrary::MatrixMultiply, fake_1),
+        ];
+        let times = time_libraries(&libs, &jobs);
+        assert_eq!(times.len(), 2);
+        assert!(times
+            .iter()
+            .all(|(_, t)| t.len() == 2 && t.iter().all(|x| x.is_finite())));
+        // each library times a job in one untimed and several timed calls; the runs of calls
+        // go library 0, library 1 on the first shape, then both on the second, every round
+        let calls = CALLS.with(|c| c.take());
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for c in calls {
+            if runs.last() != Some(&c) {
+                runs.push(c);
+            }
+        }
+        let round = [(0, 3), (1, 3), (0, 4), (1, 4)];
+        assert_eq!(runs, round.repeat(PROBE_ROUNDS));
+    }
 
     #[test]
     fn the_probed_libraries_compute_the_product_in_every_layout() {

@@ -159,7 +159,10 @@ pub fn qc(a: &ContractBenchArgs, text: &str, threads: usize) -> CliResult<()> {
         distinct.entry(key(c)).or_insert(c);
     }
     let python = a.python.clone().unwrap_or_else(|| "python3".into());
-    let mut peer = match Peer::spawn(&python, threads, o.batch_seconds) {
+    // The peer imports numpy and PySCF (a second or more of a core) before it answers: the
+    // first case's plans and the planner's one-time probes must not run beside that.
+    let ready = |mut p: Peer| p.ask(&json!({"op": "ready"})).map(|_| p);
+    let mut peer = match Peer::spawn(&python, threads, o.batch_seconds).and_then(ready) {
         Ok(p) => Some(p),
         Err(why) => {
             eprintln!("numpy column left out: {why}");

@@ -120,8 +120,11 @@ pub fn cached_contraction_plan(
     {
         return Ok(entry.plan);
     }
-    // called repeatedly: planned again with every candidate, in place of the quick plan
-    let plan = made(Scope::Full)?;
+    // called repeatedly: planned again with every candidate, in place of the quick plan (a
+    // full search that fails keeps the quick plan, which has run: the call need not fail)
+    let Ok(plan) = made(Scope::Full) else {
+        return Ok(entry.plan);
+    };
     let full = Entry {
         plan: plan.clone(),
         hits: entry.hits,

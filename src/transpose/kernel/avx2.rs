@@ -97,6 +97,7 @@ unsafe fn tr8(r: [__m256; 8]) -> [__m256; 8] {
 
 /// f32, 8×8.
 #[target_feature(enable = "avx2")]
+#[inline]
 pub(crate) unsafe fn t_f32<const M: u8, const NT: bool>(
     a: *const u8,
     lda: isize,
@@ -137,6 +138,7 @@ unsafe fn tr4x8(a: *const u8, lda: isize) -> [__m256d; 4] {
 
 /// f64, 4×4.
 #[target_feature(enable = "avx2")]
+#[inline]
 pub(crate) unsafe fn t_f64<const M: u8, const NT: bool>(
     a: *const u8,
     lda: isize,
@@ -152,6 +154,7 @@ pub(crate) unsafe fn t_f64<const M: u8, const NT: bool>(
 
 /// Complex32 (8-byte units, f32 arithmetic with real scalars), 4×4.
 #[target_feature(enable = "avx2")]
+#[inline]
 pub(crate) unsafe fn t_c32<const M: u8, const NT: bool>(
     a: *const u8,
     lda: isize,
@@ -167,6 +170,7 @@ pub(crate) unsafe fn t_c32<const M: u8, const NT: bool>(
 
 /// Complex64 (16-byte units, f64 arithmetic with real scalars), 2×2.
 #[target_feature(enable = "avx2")]
+#[inline]
 pub(crate) unsafe fn t_c64<const M: u8, const NT: bool>(
     a: *const u8,
     lda: isize,
@@ -185,6 +189,41 @@ pub(crate) unsafe fn t_c64<const M: u8, const NT: bool>(
         be,
     );
 }
+
+/// Defines `$row`: `n` micro-tiles of `$micro` side by side along the tile's B rows (the
+/// `k`-th at `a + k·W·lda` and `b + k·32` bytes, W the micro-tile width), in one call with
+/// the micro-kernel inlined: a tile's rows of whole micro-tiles without an indirect call per
+/// micro-tile.
+///
+/// # Safety
+/// As for `$micro`, for each of the `n` micro-tiles.
+macro_rules! row_kernel {
+    ($row:ident, $micro:ident, $w:expr) => {
+        #[target_feature(enable = "avx2")]
+        pub(crate) unsafe fn $row<const M: u8, const NT: bool>(
+            a: *const u8,
+            lda: isize,
+            b: *mut u8,
+            ldb: isize,
+            al: f64,
+            be: f64,
+            n: usize,
+        ) {
+            let step = $w as isize * lda;
+            for k in 0..n {
+                // SAFETY: the caller's promise for micro-tile `k`.
+                unsafe {
+                    $micro::<M, NT>(a.offset(k as isize * step), lda, b.add(32 * k), ldb, al, be)
+                };
+            }
+        }
+    };
+}
+
+row_kernel!(r_f32, t_f32, 8);
+row_kernel!(r_f64, t_f64, 4);
+row_kernel!(r_c32, t_c32, 4);
+row_kernel!(r_c64, t_c64, 2);
 
 /// A lane mask of the first `n` 32-bit lanes (sign bits set), for masked moves.
 #[inline(always)]

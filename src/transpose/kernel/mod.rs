@@ -115,6 +115,11 @@ pub(crate) type EdgeFn = unsafe fn(*const u8, isize, *mut u8, isize, f64, f64, u
 /// last `tail` bytes of the first block's row `i` and the head of the second's.
 pub(crate) type SeamFn = unsafe fn(*const u8, *const u8, isize, *mut u8, isize, f64, f64, usize);
 
+/// A row of micro-kernels: `(a, lda_bytes, b, ldb_bytes, alpha, beta, n)` runs `n` micro-tiles
+/// side by side along B's rows (each `width` A rows and one register of B row further on), see
+/// [`avx2`]'s row kernels.
+pub(crate) type RowFn = unsafe fn(*const u8, isize, *mut u8, isize, f64, f64, usize);
+
 /// A micro-kernel with its tile width, for `beta == 0` its non-temporal-store variant (used
 /// on destinations aligned to `align` bytes), its edge variant for the partial
 /// micro-tiles at a tile's right and bottom edges, and the ISA's streaming row copy (for
@@ -128,6 +133,9 @@ pub(crate) struct Micro {
     pub stream: Option<StreamRowsFn>,
     /// The seam kernel, where the ISA has one (for streamed, i.e. `beta == 0`, modes).
     pub seam: Option<SeamFn>,
+    /// The row kernel of `f`, with that of the non-temporal variant where there is one, on
+    /// the ISAs that have them (AVX2).
+    pub row: Option<(RowFn, Option<RowFn>)>,
 }
 
 /// Streamed rows of B that start inside a line and are followed in memory by the row of the
@@ -263,6 +271,28 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
             ),
             (_, DType::F16 | DType::BF16) | (Isa::Scalar, _) => return None,
         };
+        macro_rules! rows {
+            ($m:ident :: $r:ident) => {
+                match sc.mode {
+                    COPY => Some((
+                        $m::$r::<COPY, false> as RowFn,
+                        Some($m::$r::<COPY, true> as RowFn),
+                    )),
+                    SCALE => Some((
+                        $m::$r::<SCALE, false> as RowFn,
+                        Some($m::$r::<SCALE, true> as RowFn),
+                    )),
+                    _ => Some(($m::$r::<AXPBY, false> as RowFn, None)),
+                }
+            };
+        }
+        let row = match (isa, T::DTYPE) {
+            (Isa::Avx2, DType::F32) => rows!(avx2::r_f32),
+            (Isa::Avx2, DType::F64) => rows!(avx2::r_f64),
+            (Isa::Avx2, DType::C32) => rows!(avx2::r_c32),
+            (Isa::Avx2, DType::C64) => rows!(avx2::r_c64),
+            _ => None,
+        };
         // 2-byte micro-tiles store 32-byte rows
         let align = if T::DTYPE.is_half() {
             32
@@ -276,6 +306,7 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
             edge,
             stream: stream_rows(isa),
             seam,
+            row,
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -424,13 +455,37 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     // Streamed micro-tiles: alignments are powers of two (a mask, not a division per
     // micro-tile).
     let (g, mask) = nt.map_or((m.f, usize::MAX), |(g, align)| (g, align - 1));
+    // A row of micro-tiles whose stores are all of one kind (every micro-tile streamed, or
+    // none) runs as one call of the row kernel where the ISA has one.
+    let step = w * es_u;
+    let row_of = |pb: *mut u8| match m.row {
+        Some((rf, _)) if mask == usize::MAX => Some(rf),
+        Some((rf, rg)) if step & mask == 0 => {
+            if pb as usize & mask == 0 {
+                rg.filter(|_| nt.is_some())
+            } else {
+                Some(rf)
+            }
+        }
+        _ => None,
+    };
     for i0 in (0..fi).step_by(w) {
         let (pa_row, pb_row) = at(a, b, t, i0, 0);
         // The next tile's A rows at this column, one line per row (micro-tile rows narrower
         // than a line: at the line's first micro-tile only).
         let next_row = (!next.is_null() && (i0 * es_u).is_multiple_of(64))
             .then(|| next.wrapping_add(i0) as *const u8);
-        for j0 in (0..fj).step_by(w) {
+        let row = if next_row.is_none() && fj > 0 {
+            row_of(pb_row)
+        } else {
+            None
+        };
+        if let Some(rf) = row {
+            // SAFETY: the `fj / w` micro-tiles of this row lie inside the tile; their store
+            // kind is the one the loop below would pick for each.
+            unsafe { rf(pa_row, lda, pb_row, ldb, al, be, fj / w) };
+        }
+        for j0 in (0..fj).step_by(w).filter(|_| row.is_none()) {
             if let Some(nr) = next_row {
                 prefetch_rows(nr.wrapping_offset(j0 as isize * lda), lda, w);
             }
@@ -894,7 +949,9 @@ mod tests {
                 let Some(m) = micro::<T>(isa, &sc) else {
                     continue;
                 };
-                for stream in [false, true] {
+                // without a prefetch, rows of whole micro-tiles run through the row kernels
+                // (AVX2), streamed or not; with one, micro-tile by micro-tile
+                for (stream, prefetch) in [(false, false), (true, false), (true, true)] {
                     let mut got = b0.clone();
                     unsafe {
                         tile_simd(
@@ -906,14 +963,18 @@ mod tests {
                             stream,
                             &Seam::default(),
                             // the prefetch of a next tile (here: this one) changes nothing
-                            if stream { a.as_ptr() } else { std::ptr::null() },
+                            if prefetch {
+                                a.as_ptr()
+                            } else {
+                                std::ptr::null()
+                            },
                         )
                     };
                     store_fence();
                     assert_eq!(
                         got,
                         want,
-                        "{:?} {isa:?} alpha {al} beta {be} stream {stream}",
+                        "{:?} {isa:?} alpha {al} beta {be} stream {stream} prefetch {prefetch}",
                         T::DTYPE
                     );
                 }

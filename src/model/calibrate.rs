@@ -123,10 +123,23 @@ pub fn best_copy_seconds(bytes: usize, threads: usize, repeat: usize) -> Result<
     Ok(best_copy_seconds_on(&src, &mut dst, threads, repeat))
 }
 
+/// Rounds of [`probe_copy`], each one memcpy and one streaming copy per thread count.
+/// Rationale: single rounds of a shared host's copies spread by a factor of two.
+const PROBE_COPY_ROUNDS: usize = 5;
+
 /// Copy bandwidth (GB/s, bytes read + written) for 1..=`available_parallelism` threads,
-/// copying `bytes` bytes: the best of eight rounds that each time every thread count in
-/// turn on the same buffers, so that a slow spell of a shared machine's memory does not
-/// decide one thread count's figure alone (see `docs/TUNING.md`).
+/// copying `bytes` bytes by the machine's best copy ([`best_copy_seconds_on`]: memcpy or
+/// streaming stores, the faster), as the transposition factors are fitted against it: the
+/// best of [`PROBE_COPY_ROUNDS`] rounds that each time every thread count in turn on the
+/// same buffers, so that a slow spell of a shared machine's memory does not decide one
+/// thread count's figure alone (see `docs/TUNING.md`). No figure is below that of fewer
+/// threads.
+///
+/// ```
+/// let rates = ttgt::model::probe_copy(1 << 20);
+/// assert!(!rates.is_empty() && rates.iter().all(|&r| r > 0.0));
+/// assert!(rates.windows(2).all(|w| w[1] >= w[0]));
+/// ```
 pub fn probe_copy(bytes: usize) -> Vec<f64> {
     let max = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
@@ -136,12 +149,13 @@ pub fn probe_copy(bytes: usize) -> Vec<f64> {
         return vec![10.0; max];
     };
     let mut best = vec![f64::INFINITY; max];
-    for _ in 0..8 {
+    for _ in 0..PROBE_COPY_ROUNDS {
         for (t, b) in best.iter_mut().enumerate() {
-            *b = b.min(copy_seconds_on(&src, &mut dst, t + 1, 1));
+            *b = b.min(best_copy_seconds_on(&src, &mut dst, t + 1, 1));
         }
     }
-    best.iter()
+    let mut rates: Vec<f64> = best
+        .iter()
         .map(|&s| {
             if s > 0.0 && s.is_finite() {
                 2.0 * (n * 8) as f64 / s / 1e9
@@ -149,7 +163,13 @@ pub fn probe_copy(bytes: usize) -> Vec<f64> {
                 10.0
             }
         })
-        .collect()
+        .collect();
+    // a copy split among more threads is not slower than among fewer: a lower figure is a
+    // slow spell of a shared host's other cores
+    for t in 1..rates.len() {
+        rates[t] = rates[t].max(rates[t - 1]);
+    }
+    rates
 }
 
 /// `d` scaled by `f`, keeping what decides a transposition's speed besides its size: an
@@ -295,7 +315,7 @@ fn time_typed<T: Element>(
         }
         if round > 0 {
             let (src, dst) = (&a[oa..oa + la_len], &mut b[ob..ob + la_len]);
-            copy = copy.min(copy_seconds_on(src, dst, threads, 1));
+            copy = copy.min(best_copy_seconds_on(src, dst, threads, 1));
         }
     }
     let bytes = 2.0 * (la_len * std::mem::size_of::<T>()) as f64;

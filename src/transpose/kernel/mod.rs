@@ -456,18 +456,16 @@ pub(crate) unsafe fn tile_simd<T: Element>(
     // micro-tile).
     let (g, mask) = nt.map_or((m.f, usize::MAX), |(g, align)| (g, align - 1));
     // A row of micro-tiles whose stores are all of one kind (every micro-tile streamed, or
-    // none) runs as one call of the row kernel where the ISA has one.
-    let step = w * es_u;
-    let row_of = |pb: *mut u8| match m.row {
-        Some((rf, _)) if mask == usize::MAX => Some(rf),
-        Some((rf, rg)) if step & mask == 0 => {
-            if pb as usize & mask == 0 {
-                rg.filter(|_| nt.is_some())
-            } else {
-                Some(rf)
-            }
+    // none) runs as one call of the row kernel where the ISA has one: that of `g` where the
+    // loop below would pick `g`, else that of `m.f`.
+    let alternating = mask != usize::MAX && (w * es_u) & mask != 0;
+    let row_of = |pb: *mut u8| {
+        let (rf, rg) = m.row.filter(|_| !alternating)?;
+        if pb as usize & mask == 0 {
+            rg
+        } else {
+            Some(rf)
         }
-        _ => None,
     };
     for i0 in (0..fi).step_by(w) {
         let (pa_row, pb_row) = at(a, b, t, i0, 0);

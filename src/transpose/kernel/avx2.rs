@@ -416,6 +416,8 @@ unsafe fn join_block(a: *const u8, n: usize, b: *const u8) -> __m256i {
 super::streaming_copies_for!(
     "avx2",
     32,
+    // a range read as streams in runs of two lines: shorter runs moved less (docs/TUNING.md)
+    128,
     __m256i,
     _mm256_loadu_si256,
     _mm256_stream_si256,

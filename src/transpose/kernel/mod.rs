@@ -17,7 +17,7 @@ use crate::tensor::{DType, Element};
 pub(crate) use streaming::{
     groups_rows, row, rows_continue, stream_block, stream_copy, stream_joined_rows,
     stream_row_sets, stream_rows, streaming_copies_for, streaming_copy, RowSeam, StreamRowSetsFn,
-    StreamRowsFn, PAGE, ROW_GROUPS, STREAM_ROW_MIN_BYTES,
+    StreamRowsFn, PAGE, ROW_GROUPS, SPLIT_COPY_MIN_PART, STREAM_ROW_MIN_BYTES,
 };
 
 /// Scaling mode of a kernel: `B = A`.
@@ -773,10 +773,6 @@ mod tests {
         (2, 35),
     ];
 
-    /// The batched streaming row copy with seams, on every SIMD level of this CPU: rows of
-    /// one to four blocks whose destinations start every 4-byte offset into a block, each
-    /// followed in memory by its successor, sources with gaps between the rows; every byte
-    /// of every row lands where a plain copy puts it and nothing outside the rows is touched.
     /// Batched streamed rows copied in groups ([`groups_rows`]): every row lands whole and
     /// in its place, rows past the last whole group included, and nothing else is written;
     /// batches that do not group (rows a page or more apart, too few rows) as well.
@@ -792,6 +788,8 @@ mod tests {
                 (2048, 2048, 8),
                 (1536, 1536 + 12, 13),
                 (10240, 10240, 9),
+                // rows of an odd number of AVX2 blocks, not whole AVX-512 blocks
+                (2080, 2080, 8),
                 (64, 4096 + 64, 16),
                 (64, 64, 12),
                 (512, 512, 7),
@@ -841,6 +839,44 @@ mod tests {
         assert!(!groups_rows(1472, 1460, 5) && !groups_rows(1028, 1028, 7));
     }
 
+    /// A streamed range copy, on every SIMD level of this CPU, for lengths below, at and above
+    /// the one where the range is read as [`ROW_GROUPS`] streams
+    /// ([`SPLIT_COPY_MIN_PART`]), from and to every offset into a block: every byte lands
+    /// where a plain copy puts it and nothing around the destination is written.
+    #[test]
+    fn split_range_copies_match_a_plain_copy() {
+        let split = ROW_GROUPS * SPLIT_COPY_MIN_PART;
+        for isa in Isa::available() {
+            let (Some(copy), line) = (stream_copy(isa), stream_block(isa)) else {
+                continue;
+            };
+            for bytes in [split - 1, split, split + 300, 5 * split + 37, 1 << 20] {
+                for (so, doff) in [(0, 0), (4, 0), (0, 4), (3, 17), (line - 1, line - 1)] {
+                    let src: Vec<u8> = (0..bytes + 2 * line)
+                        .map(|x| (x * 13 % 253) as u8)
+                        .collect();
+                    let mut dst = vec![0xAAu8; bytes + 4 * line];
+                    let base = (line - dst.as_ptr() as usize % line) % line + doff;
+                    // SAFETY: `src[so..so + bytes]` is readable, `dst[base..base + bytes]`
+                    // writable (`base < 2 * line`), and the two do not overlap.
+                    unsafe { copy(src.as_ptr().add(so), dst.as_mut_ptr().add(base), bytes) };
+                    store_fence();
+                    assert_eq!(
+                        &dst[base..base + bytes],
+                        &src[so..so + bytes],
+                        "{isa:?} {bytes} bytes from +{so} to +{doff}"
+                    );
+                    assert!(dst[..base].iter().all(|&x| x == 0xAA));
+                    assert!(dst[base + bytes..].iter().all(|&x| x == 0xAA));
+                }
+            }
+        }
+    }
+
+    /// The batched streaming row copy with seams, on every SIMD level of this CPU: rows of
+    /// one to four blocks whose destinations start every 4-byte offset into a block, each
+    /// followed in memory by its successor, sources with gaps between the rows; every byte
+    /// of every row lands where a plain copy puts it and nothing outside the rows is touched.
     #[test]
     fn seam_rows_match_a_plain_copy() {
         for isa in Isa::available() {

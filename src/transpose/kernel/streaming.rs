@@ -53,9 +53,13 @@ pub(crate) fn stream_copy(isa: Isa) -> Option<unsafe fn(*const u8, *mut u8, usiz
 /// Defines the streaming copies of one ISA, whose non-temporal stores write `$line`-byte
 /// blocks (`$join(a, n, b)` loads one block made of `0 < n < $line` bytes at `a` followed by
 /// `$line - n` at `b`, and may read the `$line` bytes ending at `a + n`): `stream_copy` (one
-/// range: streamed whole blocks, ordinary moves for the partial ones at either end) and `stream_rows` (a batch of rows: rows whose destination is
-/// block-aligned and whose length is whole blocks streamed, the others copied; or rows
-/// with seams, below).
+/// range: streamed whole blocks, ordinary moves for the partial ones at either end; a long
+/// range read as [`ROW_GROUPS`] streams) and `stream_rows` (a batch of rows: rows whose
+/// destination is block-aligned and whose length is whole blocks streamed, the others
+/// copied; or rows with seams, below). A range read as several streams streams `$run` bytes
+/// (whole blocks) of each in turn: runs of whole lines, so that no write-combining buffer is
+/// left half full while the others are written (see `docs/TUNING.md`); `$run` = 0: a range
+/// is read as one stream.
 ///
 /// A row copy with seams ([`RowSeam`]) is for rows of whole lines whose destinations all start
 /// `$line`-misaligned by the same amount and are each followed in memory by their successor
@@ -65,7 +69,7 @@ pub(crate) fn stream_copy(isa: Isa) -> Option<unsafe fn(*const u8, *mut u8, usiz
 /// row's tail is copied; the row's head, up to its first whole block, is skipped when
 /// `skip` (its predecessor's seam wrote it), else copied.
 macro_rules! streaming_copies_for {
-    ($feature:literal, $line:literal, $vec:ty, $loadu:ident, $stream:ident, $join:path) => {
+    ($feature:literal, $line:literal, $run:literal, $vec:ty, $loadu:ident, $stream:ident, $join:path) => {
         /// Copies `bytes` bytes from `src` to `dst` with non-temporal stores for every
         /// block of `dst` that the range covers whole (see `streaming_copies_for!`).
         ///
@@ -74,9 +78,23 @@ macro_rules! streaming_copies_for {
         /// they do not overlap; the caller fences before the data is read by another thread.
         #[target_feature(enable = $feature)]
         pub(crate) unsafe fn stream_copy(src: *const u8, dst: *mut u8, bytes: usize) {
+            const G: usize = super::ROW_GROUPS;
             let head = (($line - (dst as usize) % $line) % $line).min(bytes);
             std::ptr::copy_nonoverlapping(src, dst, head);
-            let k = stream_blocks(src, dst, head, bytes);
+            // A long range is read as `ROW_GROUPS` concurrent streams, one per consecutive
+            // part of it (see `super::SPLIT_COPY_MIN_PART`).
+            let part = (bytes - head) / G / $run.max(1) * $run;
+            let mut k = head;
+            if $run > 0 && part >= super::SPLIT_COPY_MIN_PART {
+                let mut sets = [(src, dst); G];
+                for (g, set) in sets.iter_mut().enumerate() {
+                    let o = head + g * part;
+                    *set = (src.add(o), dst.add(o));
+                }
+                stream_runs(&sets, part);
+                k += G * part;
+            }
+            let k = stream_blocks(src, dst, k, bytes);
             std::ptr::copy_nonoverlapping(src.add(k), dst.add(k), bytes - k);
         }
 
@@ -207,6 +225,29 @@ macro_rules! streaming_copies_for {
             }
         }
 
+        /// Copies `ROW_GROUPS` ranges of `bytes` bytes (whole `$run`-byte runs) from
+        /// `sets[g].0` to `sets[g].1`, a run of each range in turn, so that their reads run
+        /// as concurrent streams.
+        ///
+        /// # Safety
+        /// As `stream_copy` for every range; every destination is block-aligned and `bytes`
+        /// a multiple of `$run`; no destination overlaps another or any source.
+        #[inline(never)]
+        #[target_feature(enable = $feature)]
+        unsafe fn stream_runs(sets: &[(*const u8, *mut u8); super::ROW_GROUPS], bytes: usize) {
+            let mut k = 0;
+            while k < bytes {
+                for &(s, d) in sets {
+                    let mut t = k;
+                    while t < k + $run {
+                        $stream(d.add(t) as *mut $vec, $loadu(s.add(t) as *const $vec));
+                        t += $line;
+                    }
+                }
+                k += $run;
+            }
+        }
+
         /// Copies `count` rows of `bytes` bytes, row `r` from `src + r*sa` to `dst + r*sb`
         /// (byte strides), without or with seams (see `streaming_copies_for!`).
         ///
@@ -301,6 +342,11 @@ pub(crate) fn groups_rows(sa: isize, bytes: usize, count: usize) -> bool {
 pub(crate) fn rows_continue(sa: isize, bytes: usize) -> bool {
     sa.unsigned_abs() < bytes + PAGE
 }
+
+/// Shortest part (bytes) of a streamed range copy that is read as its own stream: the range
+/// is split into [`ROW_GROUPS`] consecutive parts when each is at least this long, so that
+/// each stream runs within its own pages.
+pub(crate) const SPLIT_COPY_MIN_PART: usize = PAGE;
 
 /// The page size the streaming rules reason in (bytes): the hardware prefetchers follow a
 /// stream within a page.

@@ -114,6 +114,30 @@ pub fn best_copy_seconds_on<T: Copy + Send + Sync>(
         .fold(f64::INFINITY, f64::min)
 }
 
+/// The copy the cost models are scaled by: the faster of memcpy and a streaming-store copy
+/// that reads the range as one stream, best of `repeat` rounds. The built-in transposition
+/// factors and GEMM memory terms were fitted against it; [`best_copy_seconds_on`], which
+/// may read a long range as several streams, is faster on some hosts (`docs/TUNING.md`,
+/// `SPLIT_COPY_MIN_PART`) and is the benches' reference.
+fn model_copy_seconds_on<T: Copy + Send + Sync>(
+    src: &[T],
+    dst: &mut [T],
+    threads: usize,
+    repeat: usize,
+) -> f64 {
+    (0..repeat.max(1))
+        .map(|_| {
+            copy_seconds_on(src, dst, threads, 1).min(chunked_copy_seconds(
+                src,
+                dst,
+                threads,
+                1,
+                crate::transpose::streaming_copy_one_stream,
+            ))
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// [`best_copy_seconds_on`] for `bytes` bytes in fresh buffers (the source written first, so
 /// that its pages are real memory, not the shared zero page).
 pub fn best_copy_seconds(bytes: usize, threads: usize, repeat: usize) -> Result<f64> {
@@ -128,8 +152,8 @@ pub fn best_copy_seconds(bytes: usize, threads: usize, repeat: usize) -> Result<
 const PROBE_COPY_ROUNDS: usize = 5;
 
 /// Copy bandwidth (GB/s, bytes read + written) for 1..=`available_parallelism` threads,
-/// copying `bytes` bytes by the machine's best copy ([`best_copy_seconds_on`]: memcpy or
-/// streaming stores, the faster), as the transposition factors are fitted against it: the
+/// copying `bytes` bytes by memcpy or streaming stores (the faster; the streaming copy reads
+/// the range as one stream, as the built-in transposition factors were fitted against): the
 /// best of [`PROBE_COPY_ROUNDS`] rounds that each time every thread count in turn on the
 /// same buffers, so that a slow spell of a shared machine's memory does not decide one
 /// thread count's figure alone (see `docs/TUNING.md`). No figure is below that of fewer
@@ -151,7 +175,7 @@ pub fn probe_copy(bytes: usize) -> Vec<f64> {
     let mut best = vec![f64::INFINITY; max];
     for _ in 0..PROBE_COPY_ROUNDS {
         for (t, b) in best.iter_mut().enumerate() {
-            *b = b.min(best_copy_seconds_on(&src, &mut dst, t + 1, 1));
+            *b = b.min(model_copy_seconds_on(&src, &mut dst, t + 1, 1));
         }
     }
     let mut rates: Vec<f64> = best
@@ -277,10 +301,11 @@ struct Timed {
     costs: Costs,
 }
 
-/// Times a training case beside a copy of the same bytes (`copy_from_slice` from its A to
-/// its B on the same threads), alternated, so that its factor compares it with the copy as
-/// fast as the machine's memory was at that moment: a shared machine's copy rate drifts
-/// where the transpositions' does not (see `docs/TUNING.md`).
+/// Times a training case beside a copy of the same bytes (from its A to its B on the same
+/// threads, the models' copy: memcpy or one stream of streaming stores), alternated, so that
+/// its factor compares it with the copy as fast as the machine's memory was at that moment: a
+/// shared machine's copy rate drifts where the transpositions' does not (see
+/// `docs/TUNING.md`).
 fn time_typed<T: Element>(
     perm: &[usize],
     dims: &[usize],
@@ -315,7 +340,7 @@ fn time_typed<T: Element>(
         }
         if round > 0 {
             let (src, dst) = (&a[oa..oa + la_len], &mut b[ob..ob + la_len]);
-            copy = copy.min(best_copy_seconds_on(src, dst, threads, 1));
+            copy = copy.min(model_copy_seconds_on(src, dst, threads, 1));
         }
     }
     let bytes = 2.0 * (la_len * std::mem::size_of::<T>()) as f64;

@@ -20,8 +20,8 @@ mod strided;
 pub(crate) use crate::threads::{on_threads, wakes_threads};
 pub use cache::{cached_plan, clear_plan_cache, transpose, PLAN_CACHE_CAPACITY};
 pub use convert::{narrow_from_f32, widen_to_f32};
-pub(crate) use kernel::streaming_copy;
 pub use kernel::Isa;
+pub(crate) use kernel::{streaming_copy, streaming_copy_one_stream};
 pub use plan::{
     KernelKind, TransposeOptions, TransposePlan, Tuning, PARALLEL_MIN_BYTES, PREFETCH_AHEAD_BYTES,
     PREFETCH_MAX_UNITS, STREAM_MIN_BYTES,

@@ -16,8 +16,9 @@ use crate::tensor::{DType, Element};
 
 pub(crate) use streaming::{
     groups_rows, row, rows_continue, stream_block, stream_copy, stream_joined_rows,
-    stream_row_sets, stream_rows, streaming_copies_for, streaming_copy, RowSeam, StreamRowSetsFn,
-    StreamRowsFn, PAGE, ROW_GROUPS, SPLIT_COPY_MIN_PART, STREAM_ROW_MIN_BYTES,
+    stream_row_sets, stream_rows, streaming_copies_for, streaming_copy, streaming_copy_one_stream,
+    RowSeam, StreamRowSetsFn, StreamRowsFn, PAGE, ROW_GROUPS, SPLIT_COPY_MIN_PART,
+    STREAM_ROW_MIN_BYTES,
 };
 
 /// Scaling mode of a kernel: `B = A`.

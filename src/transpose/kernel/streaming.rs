@@ -10,8 +10,26 @@ use crate::tensor::Element;
 /// Copies `src` into `dst` (equal lengths) with the best ISA's non-temporal stores and
 /// fences; returns false, copying nothing, when the CPU has no streaming copy.
 pub(crate) fn streaming_copy<T: Copy>(src: &[T], dst: &mut [T]) -> bool {
+    streaming_copy_by(src, dst, stream_copy)
+}
+
+/// [`streaming_copy`] reading the range as one stream however long it is
+/// ([`SPLIT_COPY_MIN_PART`] does not apply): the copy the cost models are scaled by.
+pub(crate) fn streaming_copy_one_stream<T: Copy>(src: &[T], dst: &mut [T]) -> bool {
+    streaming_copy_by(src, dst, stream_copy_one)
+}
+
+/// A byte copy `(src, dst, bytes)` of one ISA.
+pub(crate) type ByteCopyFn = unsafe fn(*const u8, *mut u8, usize);
+
+/// [`streaming_copy`] by the byte copy that `pick` gives for the best ISA.
+fn streaming_copy_by<T: Copy>(
+    src: &[T],
+    dst: &mut [T],
+    pick: fn(Isa) -> Option<ByteCopyFn>,
+) -> bool {
     assert_eq!(src.len(), dst.len(), "streaming_copy: lengths differ");
-    let Some(copy) = stream_copy(Isa::detect()) else {
+    let Some(copy) = pick(Isa::detect()) else {
         return false;
     };
     // SAFETY: `copy` is available on this CPU (`stream_copy` checked); `src` is readable and
@@ -30,16 +48,29 @@ pub(crate) fn streaming_copy<T: Copy>(src: &[T], dst: &mut [T]) -> bool {
 }
 
 /// A streaming byte copy for `isa` (non-temporal stores on whole lines), if it has one.
-pub(crate) fn stream_copy(isa: Isa) -> Option<unsafe fn(*const u8, *mut u8, usize)> {
+pub(crate) fn stream_copy(isa: Isa) -> Option<ByteCopyFn> {
     #[cfg(target_arch = "x86_64")]
     {
         match isa {
-            Isa::Avx512 if isa.is_available() => {
-                Some(avx512::stream_copy as unsafe fn(*const u8, *mut u8, usize))
-            }
-            Isa::Avx2 if isa.is_available() => {
-                Some(avx2::stream_copy as unsafe fn(*const u8, *mut u8, usize))
-            }
+            Isa::Avx512 if isa.is_available() => Some(avx512::stream_copy as ByteCopyFn),
+            Isa::Avx2 if isa.is_available() => Some(avx2::stream_copy as ByteCopyFn),
+            _ => None,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = isa;
+        None
+    }
+}
+
+/// [`stream_copy`] reading every range as one stream, if `isa` has a streaming copy.
+fn stream_copy_one(isa: Isa) -> Option<ByteCopyFn> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match isa {
+            Isa::Avx512 if isa.is_available() => Some(avx512::stream_copy_one as ByteCopyFn),
+            Isa::Avx2 if isa.is_available() => Some(avx2::stream_copy_one as ByteCopyFn),
             _ => None,
         }
     }
@@ -78,6 +109,26 @@ macro_rules! streaming_copies_for {
         /// they do not overlap; the caller fences before the data is read by another thread.
         #[target_feature(enable = $feature)]
         pub(crate) unsafe fn stream_copy(src: *const u8, dst: *mut u8, bytes: usize) {
+            copy_streamed(src, dst, bytes, $run > 0);
+        }
+
+        /// `stream_copy` reading the range as one stream, however long: the copy the cost
+        /// models' built-in factors are scaled by (`model::probe_copy`).
+        ///
+        /// # Safety
+        /// As `stream_copy`.
+        #[target_feature(enable = $feature)]
+        pub(crate) unsafe fn stream_copy_one(src: *const u8, dst: *mut u8, bytes: usize) {
+            copy_streamed(src, dst, bytes, false);
+        }
+
+        /// `stream_copy`, reading a long range as several streams where `split`.
+        ///
+        /// # Safety
+        /// As `stream_copy`.
+        #[inline]
+        #[target_feature(enable = $feature)]
+        unsafe fn copy_streamed(src: *const u8, dst: *mut u8, bytes: usize, split: bool) {
             const G: usize = super::ROW_GROUPS;
             let head = (($line - (dst as usize) % $line) % $line).min(bytes);
             std::ptr::copy_nonoverlapping(src, dst, head);
@@ -85,7 +136,7 @@ macro_rules! streaming_copies_for {
             // part of it (see `super::SPLIT_COPY_MIN_PART`).
             let part = (bytes - head) / G / $run.max(1) * $run;
             let mut k = head;
-            if $run > 0 && part >= super::SPLIT_COPY_MIN_PART {
+            if split && part >= super::SPLIT_COPY_MIN_PART {
                 let mut sets = [(src, dst); G];
                 for (g, set) in sets.iter_mut().enumerate() {
                     let o = head + g * part;
@@ -432,7 +483,7 @@ pub(crate) unsafe fn row<T: Element>(
     b: *mut T,
     n: usize,
     sc: &Scalars<T>,
-    stream: Option<unsafe fn(*const u8, *mut u8, usize)>,
+    stream: Option<ByteCopyFn>,
 ) {
     if let (COPY, Some(copy)) = (sc.mode, stream) {
         copy(a as *const u8, b as *mut u8, n * std::mem::size_of::<T>());

@@ -34,7 +34,7 @@ pub struct TransposeBenchOptions {
     pub prefetch_distance: Option<usize>,
     /// Force the regrouped nest of scattered-line tiles on or off (`None`: the host's rule).
     pub regroup: Option<bool>,
-    /// Force staged short tiles off (`Some(false)`; `None` or `Some(true)`: where they apply).
+    /// Force staged tiles off (`Some(false)`; `None` or `Some(true)`: where they apply).
     pub stage: Option<bool>,
     /// Bytes past a cache-line boundary where B starts (a multiple of the element size,
     /// below 64; 0: line-aligned).

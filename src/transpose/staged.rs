@@ -1,15 +1,19 @@
-//! Staged short tiles: streamed transpositions whose tiles are short on both sides (A's and
-//! B's stride-1 extents of at most [`SHORT_BYTES`], e.g. 15 f64) and whose B rows are not
-//! whole cache lines.
+//! Staged tiles: streamed transpositions whose B rows are not whole cache lines (e.g. 15 or
+//! 225 f64).
 //!
-//! Tiled directly, such a transposition reads A in runs of one tile row and writes B in rows
-//! that start inside a line, so B cannot be streamed and every line of B is read before it is
-//! written, at a fraction of the speed of whole-line tiles (`docs/TUNING.md`). A staged
-//! execution takes a macro-tile of `p` steps of the loop next to A's stride-1 dim by `q`
-//! steps of the dim that follows B's stride-1 dim in B (so that B's part of the macro-tile
-//! is made of runs `q` rows long), transposes it tile by tile into a
+//! Tiled directly, such a transposition writes B in rows that start inside a line, so B
+//! cannot be streamed and every line of B is read before it is written, and short tiles read
+//! A in runs of one tile row, at a fraction of the speed of whole-line tiles
+//! (`docs/TUNING.md`). A staged execution takes a macro-tile of `p` steps of the loop next to
+//! A's stride-1 dim by `q` steps of the dim that follows B's stride-1 dim in B (so that B's
+//! part of the macro-tile is made of runs `q` rows long), transposes it tile by tile into a
 //! thread-local buffer laid out like B's runs, and copies each run to B with streaming
 //! stores (whole lines streamed, the partial lines at the two ends of a run stored plainly).
+//! Tiles short on both sides (A's and B's stride-1 extents of at most [`SHORT_BYTES`]) are
+//! staged several to a macro-tile. A longer tile is staged with the steps the buffer allows
+//! (`q` = 1 too where B's rows are at least [`LONG_ROW_BYTES`]), its A side in blocks (a
+//! divisor of its extent, at least [`MIN_ROWS`]; then `p` = 1) where the whole would not fit
+//! the buffer or would read more than [`RUN_BYTES`] of an A row at a time.
 
 use super::kernel::{self, Micro, Scalars, Seam, Tile};
 use super::problem::Dim;
@@ -25,6 +29,14 @@ const RUN_BYTES: usize = 2048;
 /// Largest buffer (bytes) of one macro-tile, which bounds `p` times `q` (a quarter of a 1 MiB
 /// L2, with A's lines beside it; `docs/TUNING.md`).
 const BUFFER_BYTES: usize = 256 << 10;
+
+/// Shortest B row (bytes) that a macro-tile of one tile of rows streams on its own (`q` = 1):
+/// long enough that its partial lines at the two ends are a small share of it.
+const LONG_ROW_BYTES: usize = 1024;
+
+/// Fewest A rows of a tile whose A side is cut into blocks (to fit the buffer beside long B
+/// rows): blocks of 5 rows of a 15-row side ran 2-3x as fast as unstaged (`docs/TUNING.md`).
+const MIN_ROWS: usize = 3;
 
 /// One loop of a staged nest: extent and element strides in A and B.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -44,27 +56,58 @@ pub(crate) struct Staged {
     /// The B-side loop inside a macro-tile (`q` steps of the dim whose B stride is the extent
     /// of B's stride-1 dim, so that B's runs are `q` rows long).
     pub kb: StagedLoop,
+    /// A-side extent of one tile: all of A's stride-1 dim, or a block of it (a divisor) where
+    /// the whole dim would not fit the buffer; its blocks are then the innermost outer loop.
+    pub rows: usize,
 }
 
 impl Staged {
     /// The staged nest of a tile `i` (A's stride-1 dim) by `j` (B's) under the outer loops
-    /// `outer` (outermost first), or `None` where it does not apply: a side longer than
-    /// [`SHORT_BYTES`], no outer loop that continues B's rows in memory, or runs that would
-    /// not grow.
+    /// `outer` (outermost first), or `None` where it does not apply: no block of A's side
+    /// that fits the buffer, no outer loop that continues B's rows in memory while they are
+    /// shorter than [`LONG_ROW_BYTES`] (or the tile is short), or runs that would not grow.
     pub fn plan(i: Dim, j: Dim, outer: &[StagedLoop], es: usize) -> Option<Staged> {
-        if i.sa != 1 || j.sb != 1 || i.n * es > SHORT_BYTES || j.n * es > SHORT_BYTES {
+        if i.sa != 1 || j.sb != 1 {
             return None;
         }
+        let short = i.n * es <= SHORT_BYTES && j.n * es <= SHORT_BYTES;
+        // Long tiles (a side past SHORT_BYTES): A's side in blocks of the largest divisor of
+        // its extent whose A run stays within RUN_BYTES and whose tile fits the buffer.
+        let rows = if short {
+            i.n
+        } else {
+            (1..=i.n)
+                .rev()
+                .find(|&d| {
+                    i.n.is_multiple_of(d) && d * es <= RUN_BYTES && d * j.n * es <= BUFFER_BYTES
+                })
+                .filter(|&d| d >= MIN_ROWS.min(i.n))?
+        };
+        let long_rows = j.n * es >= LONG_ROW_BYTES;
         let kb = outer
             .iter()
-            .position(|l| l.count > 1 && l.sb == j.n as isize)?;
+            .position(|l| l.count > 1 && l.sb == j.n as isize);
+        // B's rows continue in memory (q steps of that dim make longer runs), or are long
+        // enough to be streamed one by one.
+        let kb = match kb {
+            Some(k) => k,
+            None if long_rows && !short => outer.len(),
+            None => return None,
+        };
+        let one = StagedLoop {
+            count: 1,
+            sa: 0,
+            sb: 0,
+        };
+        let outer: Vec<StagedLoop> = outer.iter().copied().chain([one]).collect();
+        let outer = &outer[..];
         // The dim next to A's stride-1 one, split around the macro-tile unless it is the one
         // that continues B's rows: the B-side loop then continues A's rows too.
         let ka = (0..outer.len())
             .filter(|&k| outer[k].count > 1)
             .min_by_key(|&k| (outer[k].sa.unsigned_abs(), k))
             .filter(|&k| k != kb);
-        let tile = i.n * j.n * es;
+        let tile = rows * j.n * es;
         // The steps of a loop of `n` in a macro-tile: the largest divisor of `n` whose run of
         // `row` bytes a step stays within RUN_BYTES, else (a prime extent above it) the
         // smallest divisor above 1, each as long as the buffer stays within `room` tiles.
@@ -79,9 +122,13 @@ impl Staged {
         let room = BUFFER_BYTES / tile;
         // A's runs first (p steps of the dim next to A's stride-1 one), then B's, which
         // decide whether staging applies at all (a B run of one row streams nothing more).
-        let p = ka.map_or(1, |k| steps(outer[k].count, i.n * es, room / 2, false));
+        let p = if rows < i.n {
+            1
+        } else {
+            ka.map_or(1, |k| steps(outer[k].count, i.n * es, room / 2, false))
+        };
         let q = steps(outer[kb].count, j.n * es, room / p, true);
-        if q < 2 {
+        if q < 2 && (short || !long_rows) {
             return None;
         }
         let split = |l: StagedLoop, d: usize| {
@@ -115,11 +162,18 @@ impl Staged {
             .map(|k| outer[k])
             .collect();
         loops.extend([ao, bo]);
+        // A's blocks innermost: each macro-tile continues the A rows the last one read.
+        loops.push(StagedLoop {
+            count: i.n / rows,
+            sa: rows as isize * i.sa,
+            sb: rows as isize * i.sb,
+        });
         loops.retain(|l| l.count > 1);
         Some(Staged {
             outer: loops,
             ka: ai,
             kb: bi,
+            rows,
         })
     }
 
@@ -153,6 +207,7 @@ impl Staged {
         copy: unsafe fn(*const u8, *mut u8, usize),
         stage: bool,
     ) {
+        let i = Dim { n: self.rows, ..i };
         let (p, q) = (self.ka.count, self.kb.count);
         let run = q * j.n;
         let es = std::mem::size_of::<T>();
@@ -231,51 +286,81 @@ impl Staged {
 #[cfg(test)]
 mod tests {
     use super::super::plan::UNSTAGED;
-    use super::super::{TransposeOptions, TransposePlan};
+    use super::super::{Isa, TransposeOptions, TransposePlan};
     use crate::tensor::{DType, Layout, StridedView, StridedViewMut};
     use std::sync::atomic::Ordering;
 
-    /// A staged plan gives the reference result through its buffer and, without one, with its
-    /// tiles written straight to B.
-    #[test]
-    fn staged_and_direct_tiles_agree_with_the_reference() {
-        let dims = [15, 6, 9, 13];
-        let perm = [3, 2, 1, 0];
+    /// Runs `B = 2 * perm(A)` (row-major, f64, on one and two threads, streamed) through the staged nest
+    /// and, with the buffer turned off, with its tiles written straight to B, against the
+    /// reference; the plan must stage (on a CPU with a SIMD level), its A side cut into
+    /// blocks of `blocks` rows or whole.
+    fn staged_agrees(dims: &[usize], perm: &[usize], blocks: Option<usize>) {
         let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
         let (la, lb) = (
-            Layout::row_major(&dims).unwrap(),
+            Layout::row_major(dims).unwrap(),
             Layout::row_major(&bd).unwrap(),
         );
-        let opts = TransposeOptions {
-            streaming: Some(true),
-            threads: Some(1),
-            ..Default::default()
-        };
-        let plan = TransposePlan::new(&perm, &la, &lb, DType::F64, &opts).unwrap();
-        if !plan.stages() {
-            return; // no SIMD level on this CPU
+        for threads in [1, 2] {
+            let opts = TransposeOptions {
+                streaming: Some(true),
+                threads: Some(threads),
+                // two threads split the macro-tiles between them even on small shapes
+                parallel_min_bytes: Some(0),
+                ..Default::default()
+            };
+            let plan = TransposePlan::new(perm, &la, &lb, DType::F64, &opts).unwrap();
+            if Isa::detect() == Isa::Scalar {
+                return;
+            }
+            assert!(plan.stages(), "{dims:?} {perm:?}: {}", plan.describe());
+            // A side cut into blocks of `blocks` rows, or whole
+            let shown = plan.describe();
+            match blocks {
+                Some(r) => assert!(shown.contains(&format!(" of {r} A rows ")), "{shown}"),
+                None => assert!(!shown.contains(" A rows "), "{shown}"),
+            }
+            let n = dims.len();
+            let a: Vec<f64> = (0..la.len()).map(|x| x as f64 * 0.5 - 7.0).collect();
+            // B's element at a multi-index is A's at the permuted one, times 2.
+            let want: Vec<f64> = (0..lb.len())
+                .map(|lin| {
+                    let (mut rem, mut src) = (lin, 0);
+                    let sa = la.strides();
+                    for k in (0..n).rev() {
+                        src += (rem % bd[k]) as isize * sa[perm[k]];
+                        rem /= bd[k];
+                    }
+                    2.0 * a[src as usize]
+                })
+                .collect();
+            for direct in [false, true] {
+                UNSTAGED.store(direct, Ordering::Relaxed);
+                let mut b = vec![f64::NAN; lb.len()];
+                let av = StridedView::from_slice(&a, la.clone(), 0).unwrap();
+                let mut bv = StridedViewMut::from_slice(&mut b, lb.clone(), 0).unwrap();
+                plan.execute(2.0, &av, 0.0, &mut bv).unwrap();
+                UNSTAGED.store(false, Ordering::Relaxed);
+                assert!(
+                    b == want,
+                    "{dims:?} {perm:?}, {threads} threads, direct tiles: {direct}"
+                );
+            }
         }
-        let a: Vec<f64> = (0..la.len()).map(|x| x as f64 * 0.5 - 7.0).collect();
-        // B's element at multi-index (i3, i2, i1, i0) is A's at (i0, i1, i2, i3) times 2.
-        let want: Vec<f64> = (0..lb.len())
-            .map(|lin| {
-                let (mut rem, mut src) = (lin, 0);
-                let sa = la.strides();
-                for k in (0..4).rev() {
-                    src += (rem % bd[k]) as isize * sa[perm[k]];
-                    rem /= bd[k];
-                }
-                2.0 * a[src as usize]
-            })
-            .collect();
-        for direct in [false, true] {
-            UNSTAGED.store(direct, Ordering::Relaxed);
-            let mut b = vec![f64::NAN; lb.len()];
-            let av = StridedView::from_slice(&a, la.clone(), 0).unwrap();
-            let mut bv = StridedViewMut::from_slice(&mut b, lb.clone(), 0).unwrap();
-            plan.execute(2.0, &av, 0.0, &mut bv).unwrap();
-            UNSTAGED.store(false, Ordering::Relaxed);
-            assert_eq!(b, want, "direct tiles: {direct}");
-        }
+    }
+
+    /// Short tiles (15 x 13 f64) staged several to a macro-tile.
+    #[test]
+    fn short_tiles_agree_with_the_reference() {
+        staged_agrees(&[15, 6, 9, 13], &[3, 2, 1, 0], None);
+    }
+
+    /// Long tiles: B rows of 130 f64 (1040 bytes) streamed one by one, a whole A side of 90
+    /// in one tile, and an A side of 600 cut into blocks of 200 (the innermost outer loop);
+    /// B rows of 390 (two fused dims) under an outer loop, in blocks of 75.
+    #[test]
+    fn long_tiles_agree_with_the_reference() {
+        staged_agrees(&[130, 5, 90], &[2, 1, 0], None);
+        staged_agrees(&[130, 600], &[1, 0], Some(200));
+        staged_agrees(&[3, 130, 2, 600], &[3, 2, 0, 1], Some(75));
     }
 }

@@ -248,7 +248,7 @@ pub struct TransposeArgs {
     /// `ttgt calibrate`).
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub regroup: String,
-    /// Staged short tiles (short tiles whose B rows are not whole lines, transposed through a
+    /// Staged tiles (tiles whose B rows are not whole lines, transposed through a
     /// cache-resident buffer and streamed to B in runs): auto (where they apply) or off.
     #[arg(long, value_name = "MODE", default_value = "auto")]
     pub stage: String,

@@ -69,7 +69,7 @@ pub struct TransposeOptions {
     /// [`PARALLEL_MIN_BYTES`]; `Some(0)`: any tensor (tests use it to run the multi-task
     /// paths on small shapes).
     pub parallel_min_bytes: Option<usize>,
-    /// Force staged short tiles ([`TransposePlan::stages`]) off (`Some(false)`); `None` or
+    /// Force staged tiles ([`TransposePlan::stages`]) off (`Some(false)`); `None` or
     /// `Some(true)`: where they apply.
     pub stage: Option<bool>,
 }
@@ -207,7 +207,7 @@ pub struct TransposePlan {
     far_prefetch: bool,
     /// Smallest tensor (bytes) split into tasks ([`TransposeOptions::parallel_min_bytes`]).
     parallel_min_bytes: usize,
-    /// The staged nest of short tiles whose B rows are not whole lines, for executions that
+    /// The staged nest of tiles whose B rows are not whole lines, for executions that
     /// stream ([`TransposePlan::stages`]).
     staged: Option<Staged>,
 }
@@ -344,7 +344,7 @@ impl TransposePlan {
             plan.square_long_strips();
         }
         if options.block.is_none() && options.stage.unwrap_or(true) {
-            plan.stage_short_tiles();
+            plan.stage_tiles();
         }
         Ok(plan)
     }
@@ -599,9 +599,13 @@ impl TransposePlan {
         };
         let streaming = match (&self.staged, self.streams(true)) {
             (Some(st), true) => format!(
-                ", staged when beta = 0: {}x{} tiles a macro-tile, streamed runs of {} bytes, loops [{}]",
+                ", staged when beta = 0: {}x{} tiles{} a macro-tile, streamed runs of {} bytes, loops [{}]",
                 st.ka.count,
                 st.kb.count,
+                match self.kernel {
+                    KernelKind::Tile { i, .. } if st.rows < i.n => format!(" of {} A rows", st.rows),
+                    _ => String::new(),
+                },
                 match self.kernel {
                     KernelKind::Tile { j, .. } => st.run_bytes(j, self.dtype.size_bytes()),
                     _ => 0,

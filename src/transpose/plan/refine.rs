@@ -1,5 +1,5 @@
 //! The plan's layout refinements after the loop nest is built (wider streamed blocks,
-//! regrouped scattered lines, widened one-line tiles, square long strips, staged short
+//! regrouped scattered lines, widened one-line tiles, square long strips, staged
 //! tiles) and its streaming and prefetch decisions.
 
 use super::*;
@@ -139,11 +139,11 @@ impl TransposePlan {
         *self = c;
     }
 
-    /// Gives a streamed SIMD tile that is short on both sides and whose B rows are not whole
-    /// cache lines a staged nest ([`Staged`]): macro-tiles transposed into a buffer and
-    /// copied to B in streamed runs. Its loops over macro-tiles are the plan's own (HPTT's
-    /// order), the B-side and A-side loops split around the macro-tile.
-    pub(super) fn stage_short_tiles(&mut self) {
+    /// Gives a streamed SIMD tile whose B rows are not whole cache lines a staged nest
+    /// ([`Staged`]) where one applies: macro-tiles transposed into a buffer and copied to B
+    /// in streamed runs. Its loops over macro-tiles are the plan's own (HPTT's order), the
+    /// B-side and A-side loops split around the macro-tile, a long A side's blocks innermost.
+    pub(super) fn stage_tiles(&mut self) {
         let KernelKind::Tile { i, j, simd: true } = self.kernel else {
             return;
         };
@@ -168,7 +168,7 @@ impl TransposePlan {
         }
     }
 
-    /// Whether an execution with `beta == 0` runs staged short tiles: macro-tiles transposed
+    /// Whether an execution with `beta == 0` runs staged tiles: macro-tiles transposed
     /// into a thread-local buffer and copied to B in streamed runs of several rows.
     ///
     /// ```

@@ -13,7 +13,9 @@
 //! staged several to a macro-tile. A longer tile is staged with the steps the buffer allows
 //! (`q` = 1 too where B's rows are at least [`LONG_ROW_BYTES`]), its A side in blocks (a
 //! divisor of its extent, at least [`MIN_ROWS`]; then `p` = 1) where the whole would not fit
-//! the buffer or would read more than [`RUN_BYTES`] of an A row at a time.
+//! the buffer or would read more than [`RUN_BYTES`] of an A row at a time; a short A side
+//! whose B rows are too long even for that, in blocks of B's side instead (segments of B's
+//! rows of at most [`RUN_BYTES`] and at least [`LONG_ROW_BYTES`]).
 
 use super::kernel::{self, Micro, Scalars, Seam, Tile};
 use super::problem::Dim;
@@ -59,6 +61,10 @@ pub(crate) struct Staged {
     /// A-side extent of one tile: all of A's stride-1 dim, or a block of it (a divisor) where
     /// the whole dim would not fit the buffer; its blocks are then the innermost outer loop.
     pub rows: usize,
+    /// B-side extent of one tile: all of B's stride-1 dim, or a block of it (a divisor) where
+    /// its rows are too long for the buffer beside a short A side; its blocks are then the
+    /// innermost outer loop.
+    pub cols: usize,
 }
 
 impl Staged {
@@ -71,22 +77,38 @@ impl Staged {
             return None;
         }
         let short = i.n * es <= SHORT_BYTES && j.n * es <= SHORT_BYTES;
-        // Long tiles (a side past SHORT_BYTES): A's side in blocks of the largest divisor of
-        // its extent whose A run stays within RUN_BYTES and whose tile fits the buffer.
-        let rows = if short {
-            i.n
-        } else {
-            (1..=i.n)
-                .rev()
-                .find(|&d| {
-                    i.n.is_multiple_of(d) && d * es <= RUN_BYTES && d * j.n * es <= BUFFER_BYTES
-                })
-                .filter(|&d| d >= MIN_ROWS.min(i.n))?
+        let divisor = |n: usize, ok: &dyn Fn(usize) -> bool| {
+            (1..=n).rev().find(|&d| n.is_multiple_of(d) && ok(d))
         };
+        // Long tiles (a side past SHORT_BYTES): A's side in blocks of the largest divisor of
+        // its extent whose A run stays within RUN_BYTES and whose tile fits the buffer; a
+        // short A side whose B rows are too long for that, B's side in blocks of the largest
+        // divisor whose segment of a B row stays within RUN_BYTES (and is a long row).
+        let (rows, cols) = if short {
+            (i.n, j.n)
+        } else if let Some(d) = divisor(i.n, &|d| {
+            d * es <= RUN_BYTES && d * j.n * es <= BUFFER_BYTES
+        })
+        .filter(|&d| d >= MIN_ROWS.min(i.n))
+        {
+            (d, j.n)
+        } else if i.n * es <= SHORT_BYTES {
+            let d = divisor(j.n, &|d| d * es <= RUN_BYTES)?;
+            if d * es < LONG_ROW_BYTES {
+                return None;
+            }
+            (i.n, d)
+        } else {
+            return None;
+        };
+        // The tile's B side: all of B's stride-1 dim, or a block of it whose successor is
+        // the next block (the innermost loop over macro-tiles).
+        let (jn, j) = (j.n, Dim { n: cols, ..j });
         let long_rows = j.n * es >= LONG_ROW_BYTES;
         let kb = outer
             .iter()
-            .position(|l| l.count > 1 && l.sb == j.n as isize);
+            .position(|l| l.count > 1 && l.sb == j.n as isize)
+            .filter(|_| cols == jn);
         // B's rows continue in memory (q steps of that dim make longer runs), or are long
         // enough to be streamed one by one.
         let kb = match kb {
@@ -122,10 +144,12 @@ impl Staged {
         let room = BUFFER_BYTES / tile;
         // A's runs first (p steps of the dim next to A's stride-1 one), then B's, which
         // decide whether staging applies at all (a B run of one row streams nothing more).
+        // Room for q >= 2 B rows per run, unless B's side is in blocks (q = 1).
+        let p_room = if cols < jn { room } else { room / 2 };
         let p = if rows < i.n {
             1
         } else {
-            ka.map_or(1, |k| steps(outer[k].count, i.n * es, room / 2, false))
+            ka.map_or(1, |k| steps(outer[k].count, i.n * es, p_room, false))
         };
         let q = steps(outer[kb].count, j.n * es, room / p, true);
         if q < 2 && (short || !long_rows) {
@@ -162,11 +186,17 @@ impl Staged {
             .map(|k| outer[k])
             .collect();
         loops.extend([ao, bo]);
-        // A's blocks innermost: each macro-tile continues the A rows the last one read.
+        // A's or B's blocks innermost: each macro-tile continues the A rows (B rows) the
+        // last one read (wrote).
         loops.push(StagedLoop {
             count: i.n / rows,
             sa: rows as isize * i.sa,
             sb: rows as isize * i.sb,
+        });
+        loops.push(StagedLoop {
+            count: jn / cols,
+            sa: cols as isize * j.sa,
+            sb: cols as isize * j.sb,
         });
         loops.retain(|l| l.count > 1);
         Some(Staged {
@@ -174,6 +204,7 @@ impl Staged {
             ka: ai,
             kb: bi,
             rows,
+            cols,
         })
     }
 
@@ -183,8 +214,8 @@ impl Staged {
     }
 
     /// Bytes of B each streamed run writes.
-    pub fn run_bytes(&self, j: Dim, es: usize) -> usize {
-        self.kb.count * j.n * es
+    pub fn run_bytes(&self, es: usize) -> usize {
+        self.kb.count * self.cols * es
     }
 
     /// Runs macro-tiles `s..e` of `B = alpha * perm(A)` (beta = 0) with tile `i` by `j`,
@@ -207,7 +238,7 @@ impl Staged {
         copy: unsafe fn(*const u8, *mut u8, usize),
         stage: bool,
     ) {
-        let i = Dim { n: self.rows, ..i };
+        let (i, j) = (Dim { n: self.rows, ..i }, Dim { n: self.cols, ..j });
         let (p, q) = (self.ka.count, self.kb.count);
         let run = q * j.n;
         let es = std::mem::size_of::<T>();
@@ -292,9 +323,9 @@ mod tests {
 
     /// Runs `B = 2 * perm(A)` (row-major, f64, on one and two threads, streamed) through the staged nest
     /// and, with the buffer turned off, with its tiles written straight to B, against the
-    /// reference; the plan must stage (on a CPU with a SIMD level), its A side cut into
-    /// blocks of `blocks` rows or whole.
-    fn staged_agrees(dims: &[usize], perm: &[usize], blocks: Option<usize>) {
+    /// reference; the plan must stage (on a CPU with a SIMD level), its tile's A or B side
+    /// cut into the `blocks` its description names (`"200 A rows"`) or whole.
+    fn staged_agrees(dims: &[usize], perm: &[usize], blocks: Option<&str>) {
         let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
         let (la, lb) = (
             Layout::row_major(dims).unwrap(),
@@ -316,8 +347,11 @@ mod tests {
             // A side cut into blocks of `blocks` rows, or whole
             let shown = plan.describe();
             match blocks {
-                Some(r) => assert!(shown.contains(&format!(" of {r} A rows ")), "{shown}"),
-                None => assert!(!shown.contains(" A rows "), "{shown}"),
+                Some(r) => assert!(shown.contains(&format!(" of {r} ")), "{shown}"),
+                None => assert!(
+                    !shown.contains(" A rows ") && !shown.contains(" B columns "),
+                    "{shown}"
+                ),
             }
             let n = dims.len();
             let a: Vec<f64> = (0..la.len()).map(|x| x as f64 * 0.5 - 7.0).collect();
@@ -356,11 +390,13 @@ mod tests {
 
     /// Long tiles: B rows of 130 f64 (1040 bytes) streamed one by one, a whole A side of 90
     /// in one tile, and an A side of 600 cut into blocks of 200 (the innermost outer loop);
-    /// B rows of 390 (two fused dims) under an outer loop, in blocks of 75.
+    /// B rows of 390 (two fused dims) under an outer loop, in blocks of 75; an A side of 5
+    /// whose B rows of 11025 are cut into blocks of 245.
     #[test]
     fn long_tiles_agree_with_the_reference() {
         staged_agrees(&[130, 5, 90], &[2, 1, 0], None);
-        staged_agrees(&[130, 600], &[1, 0], Some(200));
-        staged_agrees(&[3, 130, 2, 600], &[3, 2, 0, 1], Some(75));
+        staged_agrees(&[130, 600], &[1, 0], Some("200 A rows"));
+        staged_agrees(&[3, 130, 2, 600], &[3, 2, 0, 1], Some("75 A rows"));
+        staged_agrees(&[11025, 2, 5], &[2, 1, 0], Some("245 B columns"));
     }
 }

@@ -604,12 +604,10 @@ impl TransposePlan {
                 st.kb.count,
                 match self.kernel {
                     KernelKind::Tile { i, .. } if st.rows < i.n => format!(" of {} A rows", st.rows),
+                    KernelKind::Tile { j, .. } if st.cols < j.n => format!(" of {} B columns", st.cols),
                     _ => String::new(),
                 },
-                match self.kernel {
-                    KernelKind::Tile { j, .. } => st.run_bytes(j, self.dtype.size_bytes()),
-                    _ => 0,
-                },
+                st.run_bytes(self.dtype.size_bytes()),
                 st.outer
                     .iter()
                     .map(|l| l.count.to_string())

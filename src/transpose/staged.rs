@@ -77,8 +77,12 @@ impl Staged {
             return None;
         }
         let short = i.n * es <= SHORT_BYTES && j.n * es <= SHORT_BYTES;
+        // The largest divisor of `n` that `ok` accepts, among those whose run stays within
+        // RUN_BYTES (both uses require it; the search then takes at most RUN_BYTES / es steps).
         let divisor = |n: usize, ok: &dyn Fn(usize) -> bool| {
-            (1..=n).rev().find(|&d| n.is_multiple_of(d) && ok(d))
+            (1..=n.min(RUN_BYTES / es))
+                .rev()
+                .find(|&d| n.is_multiple_of(d) && ok(d))
         };
         // Long tiles (a side past SHORT_BYTES): A's side in blocks of the largest divisor of
         // its extent whose A run stays within RUN_BYTES and whose tile fits the buffer; a

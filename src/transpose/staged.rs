@@ -13,9 +13,10 @@
 //! staged several to a macro-tile. A longer tile is staged with the steps the buffer allows
 //! (`q` = 1 too where B's rows are at least [`LONG_ROW_BYTES`]), its A side in blocks (a
 //! divisor of its extent, at least [`MIN_ROWS`]; then `p` = 1) where the whole would not fit
-//! the buffer or would read more than [`RUN_BYTES`] of an A row at a time; a short A side
-//! whose B rows are too long even for that, in blocks of B's side instead (segments of B's
-//! rows of at most [`RUN_BYTES`] and at least [`LONG_ROW_BYTES`]).
+//! the buffer or would read more than [`RUN_BYTES`] of an A row at a time. Where that would
+//! cut a long A side, or a short A side's B rows are too long even for it, B's side is cut
+//! too (segments of B's rows of at most [`RUN_BYTES`] and at least [`LONG_ROW_BYTES`]),
+//! beside an A side of one run of at most [`RUN_BYTES`].
 
 use super::kernel::{self, Micro, Scalars, Seam, Tile};
 use super::problem::Dim;
@@ -85,25 +86,28 @@ impl Staged {
                 .find(|&d| n.is_multiple_of(d) && ok(d))
         };
         // Long tiles (a side past SHORT_BYTES): A's side in blocks of the largest divisor of
-        // its extent whose A run stays within RUN_BYTES and whose tile fits the buffer; a
-        // short A side whose B rows are too long for that, B's side in blocks of the largest
-        // divisor whose segment of a B row stays within RUN_BYTES (and is a long row).
-        let (rows, cols) = if short {
-            (i.n, j.n)
-        } else if let Some(d) = divisor(i.n, &|d| {
+        // its extent whose A run stays within RUN_BYTES and whose tile fits the buffer.
+        let a_block = divisor(i.n, &|d| {
             d * es <= RUN_BYTES && d * j.n * es <= BUFFER_BYTES
         })
-        .filter(|&d| d >= MIN_ROWS.min(i.n))
-        {
+        .filter(|&d| d >= MIN_ROWS.min(i.n));
+        // Where that cuts a long A side (or finds no block), both sides in blocks instead: A's
+        // side in one run of at most RUN_BYTES, B's in the largest divisor whose segment of a
+        // B row stays within RUN_BYTES and beside that A block within the buffer, and is a
+        // long row (a short A side keeps all its rows: B's side alone is cut).
+        let both = || {
+            let r = divisor(i.n, &|d| d * es <= RUN_BYTES)?;
+            let c = divisor(j.n, &|d| d * es <= RUN_BYTES && r * d * es <= BUFFER_BYTES)?;
+            (r >= MIN_ROWS.min(i.n) && c * es >= LONG_ROW_BYTES && c < j.n).then_some((r, c))
+        };
+        let (rows, cols) = if short {
+            (i.n, j.n)
+        } else if let Some(d) = a_block.filter(|&d| d == i.n || i.n * es <= SHORT_BYTES) {
             (d, j.n)
-        } else if i.n * es <= SHORT_BYTES {
-            let d = divisor(j.n, &|d| d * es <= RUN_BYTES)?;
-            if d * es < LONG_ROW_BYTES {
-                return None;
-            }
-            (i.n, d)
+        } else if let Some(rc) = both() {
+            rc
         } else {
-            return None;
+            (a_block?, j.n)
         };
         // The tile's B side: all of B's stride-1 dim, or a block of it whose successor is
         // the next block (the innermost loop over macro-tiles).
@@ -394,13 +398,28 @@ mod tests {
 
     /// Long tiles: B rows of 130 f64 (1040 bytes) streamed one by one, a whole A side of 90
     /// in one tile, and an A side of 600 cut into blocks of 200 (the innermost outer loop);
-    /// B rows of 390 (two fused dims) under an outer loop, in blocks of 75; an A side of 5
-    /// whose B rows of 11025 are cut into blocks of 245.
+    /// B rows of 330 (two fused dims) under an outer loop, in blocks of 75 (their B segments
+    /// would be short); an A side of 5 whose B rows of 11025 are cut into blocks of 245.
     #[test]
     fn long_tiles_agree_with_the_reference() {
         staged_agrees(&[130, 5, 90], &[2, 1, 0], None);
         staged_agrees(&[130, 600], &[1, 0], Some("200 A rows"));
-        staged_agrees(&[3, 130, 2, 600], &[3, 2, 0, 1], Some("75 A rows"));
+        staged_agrees(&[3, 110, 2, 600], &[3, 2, 0, 1], Some("75 A rows"));
         staged_agrees(&[11025, 2, 5], &[2, 1, 0], Some("245 B columns"));
+    }
+
+    /// Long tiles cut on both sides: an A side of 150 (one run) with B rows of 1300 in
+    /// blocks of 130; an A side of 300 in blocks of 150 with B rows of 1050 in blocks of 210;
+    /// B rows of 390 (two fused dims) under an outer loop, in blocks of 130 beside A blocks
+    /// of 200.
+    #[test]
+    fn tiles_cut_on_both_sides_agree_with_the_reference() {
+        staged_agrees(&[1300, 150], &[1, 0], Some("130 B columns"));
+        staged_agrees(&[1050, 300], &[1, 0], Some("150 A rows by 210 B columns"));
+        staged_agrees(
+            &[3, 130, 2, 600],
+            &[3, 2, 0, 1],
+            Some("200 A rows by 130 B columns"),
+        );
     }
 }

@@ -603,8 +603,12 @@ impl TransposePlan {
                 st.ka.count,
                 st.kb.count,
                 match self.kernel {
-                    KernelKind::Tile { i, .. } if st.rows < i.n => format!(" of {} A rows", st.rows),
-                    KernelKind::Tile { j, .. } if st.cols < j.n => format!(" of {} B columns", st.cols),
+                    KernelKind::Tile { i, j, .. } => match (st.rows < i.n, st.cols < j.n) {
+                        (true, true) => format!(" of {} A rows by {} B columns", st.rows, st.cols),
+                        (true, false) => format!(" of {} A rows", st.rows),
+                        (false, true) => format!(" of {} B columns", st.cols),
+                        (false, false) => String::new(),
+                    },
                     _ => String::new(),
                 },
                 st.run_bytes(self.dtype.size_bytes()),

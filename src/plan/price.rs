@@ -333,10 +333,7 @@ impl<'a> Pricer<'a> {
         let plan = TransposePlan::new(&ident, &from, &to, pb.dtype, &opts)?;
         let mut t = predict_transpose(&plan, false, &self.profile) + COPY_STEP_SECONDS;
         if let KernelKind::Rows { n } = plan.kernel() {
-            if n > 0 && n * pb.dtype.size_bytes() < SCATTERED_GAP_BYTES {
-                let runs = from.len() / n;
-                t += runs as f64 * SHORT_ROW_SECONDS / plan.threads().max(1) as f64;
-            }
+            t += short_rows_seconds(from.len(), n, pb.dtype.size_bytes(), plan.threads());
         }
         self.memo[slot].insert(order.to_vec(), t);
         Ok(t)
@@ -354,8 +351,21 @@ pub const EXECUTE_CALL_SECONDS: f64 = 9e-7;
 /// Extra seconds per row, per thread, of a copy whose rows (the run both sides share) are
 /// shorter than [`SCATTERED_GAP_BYTES`]: consecutive rows lie far apart on one side at
 /// least, and each costs a TLB or DRAM-row miss that the transposition model, which sees the
-/// share of each cache line used, does not price (see `docs/TUNING.md`).
+/// share of each cache line used, does not price; weighted by the copy's
+/// [`memory_share`], as the misses are the memory's (see `docs/TUNING.md`).
 const SHORT_ROW_SECONDS: f64 = 9e-9;
+
+/// What a row copy of `elements` in rows of `n` (bytes of `es` each) on `threads` threads costs
+/// beyond the transposition model's price: [`SHORT_ROW_SECONDS`] a row and thread where the
+/// rows are shorter than [`SCATTERED_GAP_BYTES`], weighted by the [`memory_share`] of the
+/// bytes moved (none while source and destination stay in cache).
+fn short_rows_seconds(elements: usize, n: usize, es: usize, threads: usize) -> f64 {
+    if n == 0 || n * es >= SCATTERED_GAP_BYTES {
+        return 0.0;
+    }
+    let share = memory_share(2.0 * (elements * es) as f64);
+    share * (elements / n) as f64 * SHORT_ROW_SECONDS / threads.max(1) as f64
+}
 
 /// The layout of an operand as the GEMM sees it: packed row-major in `order`, or as it is.
 pub(super) fn operand_layout(
@@ -583,6 +593,24 @@ pub(super) fn geometry(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Short rows cost nothing in cache (1.1 MB moved is partly), the whole per-row price
+    /// from 4 MiB moved on, per thread; rows of 1 KiB and more cost nothing.
+    #[test]
+    fn short_rows_are_priced_as_memory_misses() {
+        // 14045 rows of 5 f64 (562 KB each way): about half the price
+        let part = short_rows_seconds(70225, 5, 8, 1);
+        let full = 14045.0 * SHORT_ROW_SECONDS;
+        assert!(part > 0.4 * full && part < 0.6 * full, "{part} {full}");
+        // 1000 rows of 5 f64 (40 KB): in cache, free
+        assert_eq!(short_rows_seconds(5000, 5, 8, 1), 0.0);
+        // 1M rows of 24 f64 (192 MB): the whole price, halved on two threads
+        let big = short_rows_seconds(24 << 20, 24, 8, 2);
+        assert!((big - (1 << 20) as f64 * SHORT_ROW_SECONDS / 2.0).abs() < 1e-12);
+        // rows of 128 f64 (1 KiB), or no rows: nothing
+        assert_eq!(short_rows_seconds(128 << 20, 128, 8, 1), 0.0);
+        assert_eq!(short_rows_seconds(100, 0, 8, 1), 0.0);
+    }
 
     #[test]
     fn scattered_runs_count_runs_far_apart() {

@@ -1465,7 +1465,7 @@ fn contract_explain_shows_candidates_and_workspace_limit() {
         "contract",
         "ij,jk->ik",
         "--sizes",
-        "i=20,j=30,k=40",
+        "i=30,j=30,k=40",
         "--explain",
         "--gemm",
         "matrixmultiply",

@@ -709,6 +709,164 @@ pub fn gemv_seconds(
     Some(GEMV_CALL_SECONDS + bytes / (p.copy_gbps(threads) * 1e9))
 }
 
+/// Largest small side (`min(m, n)`) of a skinny product, which the CPU backend runs without
+/// packing (`backend/cpu/gemm/skinny.rs`): up to 24 result columns are four register passes
+/// over each block of the long operand held in L2.
+pub const SKINNY_MAX_SIDE: usize = 24;
+
+/// Largest small side of a skinny product of any depth; wider ones (up to
+/// [`SKINNY_MAX_SIDE`]) need a depth of [`SKINNY_WIDE_MIN_K`]: with a short depth, the
+/// result's own traffic and the register passes over M outweigh the packing the libraries
+/// spend (`docs/TUNING.md`).
+pub const SKINNY_SHORT_MAX_SIDE: usize = 8;
+
+/// Shortest depth of a skinny product wider than [`SKINNY_SHORT_MAX_SIDE`].
+pub const SKINNY_WIDE_MIN_K: usize = 256;
+
+/// Fewest times its small side that a skinny product wider than [`SKINNY_SHORT_MAX_SIDE`]
+/// is long: shorter ones, whose small operand is as large as the long one, stream both
+/// from memory, which the kernels do not prefetch for X (`docs/TUNING.md`).
+pub const SKINNY_WIDE_LONG_SIDES: usize = 64;
+
+/// Fewest times its small side that any skinny product is long (a row block of the axpy
+/// form would be mostly empty lanes).
+pub const SKINNY_MIN_LONG_SIDES: usize = 4;
+
+/// Largest small side of a skinny product in the dot form (the long operand's rows
+/// contiguous): each result element's lanes are summed once per depth block, which wider
+/// results pay for more than packing (`docs/TUNING.md`).
+pub const SKINNY_DOT_MAX_SIDE: usize = 12;
+
+/// Shortest depth of a skinny product in the dot form: below it the lane sums cost more
+/// than the libraries' packing saves (`docs/TUNING.md`).
+pub const SKINNY_DOT_MIN_K: usize = 128;
+
+/// A skinny product `Y[r × p] = M[r × k] · X[k × p]` read off a GEMM call: which operand is
+/// the long matrix `M` and which of its strides is the unit one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SkinnyForm {
+    /// Columns of the result (the small side).
+    pub p: usize,
+    /// Rows of the result (the long side).
+    pub r: usize,
+    /// Whether `M` is `Bᵀ` (small `m`) rather than `A` (small `n`).
+    pub transposed: bool,
+    /// `M`'s columns are contiguous (rows of the result stream down them); otherwise its rows
+    /// and `X`'s columns are (dot products along `k`).
+    pub axpy: bool,
+}
+
+impl SkinnyForm {
+    /// The form of an `m×n×k` call of `dtype` with these `(row, column)` strides of A and B,
+    /// or `None` when the CPU backend runs it otherwise: a side of 2 to [`SKINNY_MAX_SIDE`]
+    /// and a long side of [`SKINNY_MIN_LONG_SIDES`] times it (above [`SKINNY_SHORT_MAX_SIDE`],
+    /// a depth of [`SKINNY_WIDE_MIN_K`] and [`SKINNY_WIDE_LONG_SIDES`] times; in the dot
+    /// form up to [`SKINNY_DOT_MAX_SIDE`] and a depth of [`SKINNY_DOT_MIN_K`] or more),
+    /// a real element type, AVX2 + FMA or AVX-512, and a unit stride where the form needs it.
+    ///
+    /// ```
+    /// use ttgt::{DType, model::SkinnyForm};
+    /// // 5 rows of A against a row-major 2809×265 B
+    /// let f = SkinnyForm::of(DType::F64, (5, 265, 2809), [2809, 1], [265, 1]);
+    /// if let Some(f) = f {
+    ///     assert_eq!((f.p, f.r, f.transposed, f.axpy), (5, 265, true, true));
+    /// }
+    /// assert_eq!(SkinnyForm::of(DType::F64, (64, 64, 64), [64, 1], [64, 1]), None);
+    /// ```
+    pub fn of(
+        dtype: DType,
+        (m, n, k): (usize, usize, usize),
+        a: [isize; 2],
+        b: [isize; 2],
+    ) -> Option<SkinnyForm> {
+        let isa = crate::transpose::Isa::detect();
+        let simd = isa == crate::transpose::Isa::Avx512
+            || (isa == crate::transpose::Isa::Avx2 && crate::cpu::features().fma);
+        if !simd || !matches!(dtype, DType::F32 | DType::F64) {
+            return None;
+        }
+        if m.min(n) < 2 || m.min(n) > SKINNY_MAX_SIDE || k == 0 {
+            return None;
+        }
+        let (p, r) = (m.min(n), m.max(n));
+        if r < SKINNY_MIN_LONG_SIDES * p {
+            return None;
+        }
+        if p > SKINNY_SHORT_MAX_SIDE && (k < SKINNY_WIDE_MIN_K || r < SKINNY_WIDE_LONG_SIDES * p) {
+            return None;
+        }
+        // Small m: Yᵀ = Bᵀ·Aᵀ, M = Bᵀ, X = Aᵀ; small n: M = A, X = B.
+        let (p, r, mat, x, transposed) = if m <= n {
+            (m, n, [b[1], b[0]], [a[1], a[0]], true)
+        } else {
+            (n, m, a, b, false)
+        };
+        let axpy = mat[0] == 1;
+        let dot = mat[1] == 1 && x[0] == 1 && p <= SKINNY_DOT_MAX_SIDE && k >= SKINNY_DOT_MIN_K;
+        (axpy || dot).then_some(SkinnyForm {
+            p,
+            r,
+            transposed,
+            axpy,
+        })
+    }
+}
+
+impl SkinnyForm {
+    /// Rows and depth as the kernels run them for an element of `size` bytes: the rows of the
+    /// axpy form in whole blocks of 4 vectors (2 without AVX-512), the depth of the dot form
+    /// in whole vectors and its rows in whole blocks of 4 (2).
+    fn padded(&self, k: usize, size: usize) -> (usize, usize) {
+        let wide = crate::transpose::Isa::detect() == crate::transpose::Isa::Avx512;
+        let lanes = if wide { 64 } else { 32 } / size.max(1);
+        let vectors = if wide { 4 } else { 2 };
+        if self.axpy {
+            (self.r.next_multiple_of(vectors * lanes), k)
+        } else {
+            (self.r.next_multiple_of(vectors), k.next_multiple_of(lanes))
+        }
+    }
+}
+
+/// Share of the GEMM libraries' compute rate that the skinny kernels reach where both are
+/// bound by their multiply-adds (`docs/TUNING.md`).
+pub const SKINNY_RATE_SHARE: f64 = 0.9;
+
+/// Predicted seconds of a skinny product `form` of `dtype` with depth `k` on `threads`
+/// threads: the longer of its multiply-adds (rows and depth rounded up as the kernels run
+/// them) at [`SKINNY_RATE_SHARE`] of the quick probe's GEMM rate and its operands read once at this machine's copy rate, plus the result
+/// written back and read for ownership at that rate (a stream the kernels' prefetches do
+/// not hide), the byte terms weighted by the `memory_share` of the bytes the call spans;
+/// plus [`GEMM_CALL_SECONDS`].
+///
+/// ```
+/// use ttgt::{DType, model::{profile, skinny_seconds, SkinnyForm}};
+/// let p = profile();
+/// let form = |r| SkinnyForm { p: 5, r, transposed: true, axpy: true };
+/// let big = skinny_seconds(&p, DType::F64, form(2880), 14400, 1, 1.0);
+/// let small = skinny_seconds(&p, DType::F64, form(265), 2809, 1, 0.0);
+/// assert!(big > 10.0 * small && small > 0.0);
+/// ```
+pub fn skinny_seconds(
+    p: &Profile,
+    dtype: DType,
+    form: SkinnyForm,
+    k: usize,
+    threads: usize,
+    memory_share: f64,
+) -> f64 {
+    let size = dtype.size_bytes();
+    let (rows, depth) = form.padded(k, size);
+    let threads = threads.clamp(1, form.r.div_ceil(16).max(1));
+    let flops = 2.0 * (rows * form.p * depth) as f64;
+    let compute =
+        flops * gemm_coeffs(p, GemmLibrary::Gemm, dtype, threads).flop / SKINNY_RATE_SHARE;
+    let rate = p.copy_gbps(threads) * 1e9 / memory_share.clamp(0.0, 1.0);
+    let read = ((form.r * k + form.p * k) * size) as f64 / rate;
+    let result = (2 * form.r * form.p * size) as f64 / rate;
+    GEMM_CALL_SECONDS + compute.max(read) + result
+}
+
 /// Fixed cost of one single-threaded GEMM call in the uncalibrated model (dispatch, packing
 /// set-up); see `docs/TUNING.md`.
 pub const GEMM_CALL_SECONDS: f64 = 3e-7;
@@ -740,6 +898,9 @@ pub fn gemm_seconds_strided(
     let p = profile();
     if let Some(t) = gemv_seconds(&p, dtype, (m, n, k), threads) {
         return t;
+    }
+    if let Some(form) = SkinnyForm::of(dtype, (m, n, k), a, b) {
+        return skinny_seconds(&p, dtype, form, k, threads, 1.0);
     }
     let (layout, m, n) = GemmLayout::classify((m, n, k), a, b, c);
     let threads = super::gemm_grid_threads(m, n, k, threads);

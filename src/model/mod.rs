@@ -22,9 +22,10 @@ pub use calibrate::{
 pub use concurrency::{ConcurrentGemm, OperandSource, ShapeFactor};
 pub use gemm::{
     gemm_coeffs, gemm_coeffs_in, gemm_coeffs_resident, gemm_seconds, gemm_seconds_strided,
-    gemm_training_shapes, gemv_seconds, narrow_c_speedup, GemmCoeffs, GemmLayout, GemmLibrary,
-    AVX512_GEMM_CRATE_FACTOR, GEMM_CALL_SECONDS, GEMM_THREADED_CALL_SECONDS, GEMV_CALL_SECONDS,
-    NARROW_C_MAX_ELEMENTS, NARROW_C_MIN_K,
+    gemm_training_shapes, gemv_seconds, narrow_c_speedup, skinny_seconds, GemmCoeffs, GemmLayout,
+    GemmLibrary, SkinnyForm, AVX512_GEMM_CRATE_FACTOR, GEMM_CALL_SECONDS,
+    GEMM_THREADED_CALL_SECONDS, GEMV_CALL_SECONDS, NARROW_C_MAX_ELEMENTS, NARROW_C_MIN_K,
+    SKINNY_MAX_SIDE,
 };
 pub use gemm_grid::{gemm_grid, gemm_grid_range, gemm_grid_threads, GEMM_MIN_BLOCK_FMAS};
 pub use gemm_probe::{probed_gemm_coeffs, GEMM_PROBE_SHAPES};

@@ -178,6 +178,9 @@ pub struct Candidate {
     /// Plain loops run the contraction (no copies, no GEMM call; `m`, `n`, `k` are then
     /// every M, N and K index and `loops` the batch indices, for reports).
     pub nested: Option<Arc<NestedLoops>>,
+    /// The GEMM calls run as skinny products (`model::SkinnyForm`: the backend's kernel that
+    /// reads the long operand in place, whatever `library` says).
+    pub skinny: bool,
 }
 
 /// How the GETT engine runs a candidate.
@@ -311,7 +314,11 @@ impl Candidate {
         }
         s += ": ";
         s += &parts.join(", ");
-        s += &format!(" [{}]", self.library);
+        if self.skinny {
+            s += " [skinny kernel]";
+        } else {
+            s += &format!(" [{}]", self.library);
+        }
         s
     }
 }

@@ -240,7 +240,12 @@ fn tiled_candidates(
             let independent = prod(&inner);
             let reductions = prod(&reduce);
             let calls = blocks * independent * reductions.max(1);
-            for &library in sp.libs {
+            let libs = if call.skinny() {
+                &sp.libs[..1]
+            } else {
+                sp.libs
+            };
+            for &library in libs {
                 let par_opts: &[bool] = if threads > 1 && blocks > 1 && library == GemmLibrary::Gemm
                 {
                     &[false, true]
@@ -291,6 +296,7 @@ fn tiled_candidates(
                         batch_loops: 0,
                         gett: None,
                         nested: None,
+                        skinny: call.skinny(),
                     };
                     if workspace > sp.limit {
                         excluded.push(c);
@@ -373,6 +379,7 @@ fn gett_candidate(
         },
         batch_loops: pb.batch.len(),
         nested: None,
+        skinny: false,
         gett: Some(GettRun {
             swap: o.swap,
             direct_tiles,
@@ -576,7 +583,8 @@ pub(crate) fn enumerate(
                             }
                             let p = &pricer.profile;
                             let calls = independent * reductions.max(1);
-                            for &library in &libs {
+                            let libs = if call.skinny() { &libs[..1] } else { &libs[..] };
+                            for &library in libs {
                                 let par_opts: &[bool] = if threads > 1
                                     && independent > 1
                                     && library == GemmLibrary::Gemm
@@ -616,6 +624,7 @@ pub(crate) fn enumerate(
                                         batch_loops: batch.len(),
                                         gett: None,
                                         nested: None,
+                                        skinny: call.skinny(),
                                     };
                                     if workspace > limit {
                                         excluded.push(c);

@@ -150,9 +150,13 @@ pub(crate) fn explain(plan: &ContractionPlan, times: Option<&StepTimes>) -> Stri
     if calls != 1 {
         g += &format!(" x{calls}");
     }
+    let library = if c.skinny {
+        "skinny kernel".to_string()
+    } else {
+        c.library.to_string()
+    };
     let mut note = format!(
-        "{}, {} thread{}",
-        c.library,
+        "{library}, {} thread{}",
         c.gemm_threads,
         if c.gemm_threads == 1 { "" } else { "s" }
     );

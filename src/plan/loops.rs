@@ -242,6 +242,7 @@ pub(crate) fn loops_candidate(pb: &Problem<'_>, options: &PlanOptions) -> Option
         batch_loops: pb.batch.len(),
         gett: None,
         nested: Some(Arc::new(nest)),
+        skinny: false,
     })
 }
 

@@ -13,7 +13,8 @@ use crate::einsum::Label;
 use crate::error::Result;
 use crate::model::{
     gemm_coeffs_resident, gemv_seconds, memory_share, predict_transpose,
-    predict_transpose_from_memory, GemmLayout, GemmLibrary, OperandSource, Profile,
+    predict_transpose_from_memory, skinny_seconds, GemmLayout, GemmLibrary, OperandSource, Profile,
+    SkinnyForm,
 };
 use crate::tensor::{DType, Layout};
 use crate::transpose::inplace::{InPlaceOptions, InPlacePlan};
@@ -411,9 +412,17 @@ pub(super) struct CallPrice {
     /// Bytes of C that one call of a loop writes to memory (0 where the calls write a block
     /// that stays in cache, or where the loop's whole C does).
     c_memory_bytes: f64,
+    /// How the backend runs the calls when they are skinny products.
+    skinny: Option<SkinnyForm>,
 }
 
 impl CallPrice {
+    /// Whether the backend runs these calls as skinny products ([`SkinnyForm`]), the same
+    /// kernel whichever library is asked for.
+    pub(super) fn skinny(&self) -> bool {
+        self.skinny.is_some()
+    }
+
     /// Seconds of one call by `library` on `gt` threads while `threads / gt` such calls
     /// run at once: the one-thread model times the calibrated slowdown of a parallel loop's
     /// single-threaded calls, plus the penalty; for one call at a time (threaded, or on one
@@ -429,11 +438,17 @@ impl CallPrice {
         gt: usize,
     ) -> f64 {
         let (m, n, k) = self.mnk;
-        let single = gemv_seconds(p, dtype, self.mnk, gt).unwrap_or_else(|| {
-            let used = crate::model::gemm_grid_threads(m, n, k, gt);
-            gemm_coeffs_resident(p, library, dtype, used, self.layout, self.memory_share)
-                .seconds(m, n, k)
-        });
+        let skinny = || {
+            self.skinny
+                .map(|f| skinny_seconds(p, dtype, f, k, gt, self.memory_share))
+        };
+        let single = gemv_seconds(p, dtype, self.mnk, gt)
+            .or_else(skinny)
+            .unwrap_or_else(|| {
+                let used = crate::model::gemm_grid_threads(m, n, k, gt);
+                gemm_coeffs_resident(p, library, dtype, used, self.layout, self.memory_share)
+                    .seconds(m, n, k)
+            });
         let slowdown = p.gemm_concurrency_at(
             library,
             dtype,
@@ -586,6 +601,7 @@ pub(super) fn geometry(
             memory_share: memory_share(spanned as f64),
             penalty,
             c_memory_bytes,
+            skinny: SkinnyForm::of(pb.dtype, (m, n, k), [a_rs, a_cs], [b_rs, b_cs]),
         },
     }
 }

@@ -10,6 +10,7 @@ mod gemm_crate;
 mod gemv;
 mod matrixmultiply;
 mod native;
+mod skinny;
 mod split;
 
 use crate::model::GemmLibrary;
@@ -99,6 +100,10 @@ pub(crate) unsafe fn gemm<T: Element>(
     }
     // Matrix-vector products stream their matrix whichever library was chosen.
     if (m == 1 || n == 1) && gemv::try_gemv(Isa::detect(), m, n, k, alpha, a, b, beta, c, threads) {
+        return;
+    }
+    // So do products with a small side and a unit-stride long operand.
+    if skinny::try_skinny(Isa::detect(), m, n, k, alpha, a, b, beta, c, threads) {
         return;
     }
     match library {

@@ -1,0 +1,190 @@
+//! AVX2 + FMA kernels: 2 vectors of rows × up to 6 columns (`axpy`), 2 rows × up to 6
+//! columns with vectors along the depth (`dot`); tails by masked loads.
+use std::arch::x86_64::*;
+
+use super::Geometry;
+
+/// Lanes `< n` of an f64 mask vector.
+#[target_feature(enable = "avx2")]
+unsafe fn mask_f64(n: usize) -> __m256i {
+    _mm256_cmpgt_epi64(_mm256_set1_epi64x(n as i64), _mm256_setr_epi64x(0, 1, 2, 3))
+}
+
+/// Lanes `< n` of an f32 mask vector.
+#[target_feature(enable = "avx2")]
+unsafe fn mask_f32(n: usize) -> __m256i {
+    _mm256_cmpgt_epi32(
+        _mm256_set1_epi32(n as i32),
+        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+    )
+}
+
+/// Sum of an f64 vector's lanes.
+#[target_feature(enable = "avx2")]
+unsafe fn sum_f64(v: __m256d) -> f64 {
+    let mut t = [0.0f64; 4];
+    _mm256_storeu_pd(t.as_mut_ptr(), v);
+    (t[0] + t[1]) + (t[2] + t[3])
+}
+
+/// Sum of an f32 vector's lanes.
+#[target_feature(enable = "avx2")]
+unsafe fn sum_f32(v: __m256) -> f32 {
+    let mut t = [0.0f32; 8];
+    _mm256_storeu_ps(t.as_mut_ptr(), v);
+    ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]))
+}
+
+macro_rules! kernels {
+    ($t:ty, $axpy:ident, $dot:ident, lanes = $w:literal, $maskf:ident, $zero:ident,
+     $maskload:ident, $loadu:ident, $storeu:ident, $set1:ident, $fmadd:ident,
+     $mul:ident, $sum:ident) => {
+        /// `axpy` pass (see `super::axpy_pass`) of `NP` columns.
+        ///
+        /// # Safety
+        /// As for `super::axpy_pass`; the CPU supports AVX2 and FMA.
+        #[allow(clippy::too_many_arguments)] // one pass's geometry
+        #[target_feature(enable = "avx2,fma")]
+        pub(super) unsafe fn $axpy<const NP: usize>(g: &Geometry<$t>) {
+            let Geometry {
+                len,
+                kc,
+                m,
+                mcs,
+                x,
+                xrs,
+                xcs,
+                beta,
+                first,
+                acc,
+                ts,
+                ahead,
+                fetch_m,
+            } = *g;
+            const RV: usize = 2;
+            let counts: [usize; RV] = std::array::from_fn(|v| len.saturating_sub(v * $w).min($w));
+            let masks: [__m256i; RV] = std::array::from_fn(|v| $maskf(counts[v]));
+            let mut c = [[$zero(); RV]; NP];
+            if !first || beta != 0.0 {
+                let scale = $set1(if first { beta } else { 1.0 });
+                for (j, col) in c.iter_mut().enumerate() {
+                    for (v, r) in col.iter_mut().enumerate() {
+                        let p = acc.offset(j as isize * ts).add(v * $w);
+                        *r = $mul(scale, $maskload(p, masks[v]));
+                    }
+                }
+            }
+            if first {
+                // the first depth block meets these rows of the result: fetch the
+                // next blocks' from memory meanwhile
+                for j in 0..NP {
+                    for v in 0..RV {
+                        let p = acc.offset(j as isize * ts).wrapping_add(ahead + v * $w);
+                        _mm_prefetch::<_MM_HINT_T0>(p.cast());
+                    }
+                }
+            }
+            for l in 0..kc as isize {
+                let mp = m.offset(l * mcs);
+                if fetch_m {
+                    for v in 0..RV {
+                        _mm_prefetch::<_MM_HINT_T0>(mp.wrapping_add(ahead + v * $w).cast());
+                    }
+                }
+                let mv: [_; RV] = std::array::from_fn(|v| $maskload(mp.add(v * $w), masks[v]));
+                let xp = x.offset(l * xrs);
+                for (j, col) in c.iter_mut().enumerate() {
+                    let xv = $set1(*xp.offset(j as isize * xcs));
+                    for (r, &mvv) in col.iter_mut().zip(&mv) {
+                        *r = $fmadd(xv, mvv, *r);
+                    }
+                }
+            }
+            for (j, col) in c.iter().enumerate() {
+                for (v, &r) in col.iter().enumerate() {
+                    let p = acc.offset(j as isize * ts).add(v * $w);
+                    let mut tmp = [0 as $t; $w];
+                    $storeu(tmp.as_mut_ptr(), r);
+                    for (q, &e) in tmp.iter().enumerate().take(counts[v]) {
+                        *p.add(q) = e;
+                    }
+                }
+            }
+        }
+
+        /// `dot` pass (see `super::dot_pass`) of `NP` columns over the first two rows;
+        /// the row sums go to `out`.
+        ///
+        /// # Safety
+        /// As for `super::dot_pass`; the CPU supports AVX2 and FMA.
+        #[target_feature(enable = "avx2,fma")]
+        pub(super) unsafe fn $dot<const NP: usize>(
+            kc: usize,
+            rows: [*const $t; super::DOT_ROWS],
+            x: *const $t,
+            xcs: isize,
+            out: *mut [$t; super::P_STEP],
+        ) {
+            const R: usize = 2;
+            let mut c = [[$zero(); NP]; R];
+            let xs: [*const $t; NP] = std::array::from_fn(|j| x.offset(j as isize * xcs));
+            let mut o = 0;
+            while o + $w <= kc {
+                let mv: [_; R] = std::array::from_fn(|q| $loadu(rows[q].add(o)));
+                for (j, &xp) in xs.iter().enumerate() {
+                    let xv = $loadu(xp.add(o));
+                    for (row, &mvv) in c.iter_mut().zip(&mv) {
+                        row[j] = $fmadd(mvv, xv, row[j]);
+                    }
+                }
+                o += $w;
+            }
+            if o < kc {
+                let k = $maskf(kc - o);
+                let mv: [_; R] = std::array::from_fn(|q| $maskload(rows[q].add(o), k));
+                for (j, &xp) in xs.iter().enumerate() {
+                    let xv = $maskload(xp.add(o), k);
+                    for (row, &mvv) in c.iter_mut().zip(&mv) {
+                        row[j] = $fmadd(mvv, xv, row[j]);
+                    }
+                }
+            }
+            for (q, row) in c.iter().enumerate() {
+                for (j, &v) in row.iter().enumerate() {
+                    (*out.add(q))[j] = $sum(v);
+                }
+            }
+        }
+    };
+}
+
+kernels!(
+    f64,
+    axpy_f64,
+    dot_f64,
+    lanes = 4,
+    mask_f64,
+    _mm256_setzero_pd,
+    _mm256_maskload_pd,
+    _mm256_loadu_pd,
+    _mm256_storeu_pd,
+    _mm256_set1_pd,
+    _mm256_fmadd_pd,
+    _mm256_mul_pd,
+    sum_f64
+);
+kernels!(
+    f32,
+    axpy_f32,
+    dot_f32,
+    lanes = 8,
+    mask_f32,
+    _mm256_setzero_ps,
+    _mm256_maskload_ps,
+    _mm256_loadu_ps,
+    _mm256_storeu_ps,
+    _mm256_set1_ps,
+    _mm256_fmadd_ps,
+    _mm256_mul_ps,
+    sum_f32
+);

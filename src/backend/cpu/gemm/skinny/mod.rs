@@ -63,12 +63,12 @@ struct Skinny<T> {
 }
 
 // SAFETY: tasks read `m` and `x`, which nothing writes during the call, and write disjoint
-// rows of `y` (see `try_skinny`).
+// rows of the result (see `try_skinny`).
 unsafe impl<T: Send> Send for Skinny<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for Skinny<T> {}
 
-/// Rows of one `axpy`-form block for `T` on `isa` (4 vectors).
+/// Rows of one `axpy`-form block for `T` on `isa` (4 vectors with AVX-512, 2 with AVX2).
 fn axpy_rows<T: Element>(isa: Isa) -> usize {
     let bytes = match isa {
         Isa::Avx512 => 64,

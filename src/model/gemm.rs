@@ -710,7 +710,7 @@ pub fn gemv_seconds(
 }
 
 /// Largest small side (`min(m, n)`) of a skinny product, which the CPU backend runs without
-/// packing (`backend/cpu/gemm/skinny.rs`): up to 24 result columns are four register passes
+/// packing (`backend/cpu/gemm/skinny/`): up to 24 result columns are four register passes
 /// over each block of the long operand held in L2.
 pub const SKINNY_MAX_SIDE: usize = 24;
 
@@ -785,22 +785,18 @@ impl SkinnyForm {
         if !simd || !matches!(dtype, DType::F32 | DType::F64) {
             return None;
         }
-        if m.min(n) < 2 || m.min(n) > SKINNY_MAX_SIDE || k == 0 {
-            return None;
-        }
-        let (p, r) = (m.min(n), m.max(n));
-        if r < SKINNY_MIN_LONG_SIDES * p {
-            return None;
-        }
-        if p > SKINNY_SHORT_MAX_SIDE && (k < SKINNY_WIDE_MIN_K || r < SKINNY_WIDE_LONG_SIDES * p) {
-            return None;
-        }
         // Small m: Yᵀ = Bᵀ·Aᵀ, M = Bᵀ, X = Aᵀ; small n: M = A, X = B.
         let (p, r, mat, x, transposed) = if m <= n {
             (m, n, [b[1], b[0]], [a[1], a[0]], true)
         } else {
             (n, m, a, b, false)
         };
+        if !(2..=SKINNY_MAX_SIDE).contains(&p) || k == 0 || r < SKINNY_MIN_LONG_SIDES * p {
+            return None;
+        }
+        if p > SKINNY_SHORT_MAX_SIDE && (k < SKINNY_WIDE_MIN_K || r < SKINNY_WIDE_LONG_SIDES * p) {
+            return None;
+        }
         let axpy = mat[0] == 1;
         let dot = mat[1] == 1 && x[0] == 1 && p <= SKINNY_DOT_MAX_SIDE && k >= SKINNY_DOT_MIN_K;
         (axpy || dot).then_some(SkinnyForm {
@@ -810,9 +806,7 @@ impl SkinnyForm {
             axpy,
         })
     }
-}
 
-impl SkinnyForm {
     /// Rows and depth as the kernels run them for an element of `size` bytes: the rows of the
     /// axpy form in whole blocks of 4 vectors (2 without AVX-512), the depth of the dot form
     /// in whole vectors and its rows in whole blocks of 4 (2).
@@ -834,10 +828,10 @@ pub const SKINNY_RATE_SHARE: f64 = 0.9;
 
 /// Predicted seconds of a skinny product `form` of `dtype` with depth `k` on `threads`
 /// threads: the longer of its multiply-adds (rows and depth rounded up as the kernels run
-/// them) at [`SKINNY_RATE_SHARE`] of the quick probe's GEMM rate and its operands read once at this machine's copy rate, plus the result
-/// written back and read for ownership at that rate (a stream the kernels' prefetches do
-/// not hide), the byte terms weighted by the `memory_share` of the bytes the call spans;
-/// plus [`GEMM_CALL_SECONDS`].
+/// them) at [`SKINNY_RATE_SHARE`] of the quick probe's GEMM rate and its operands read once
+/// at this machine's copy rate, plus the result written back and read for ownership at that
+/// rate (a stream the kernels' prefetches do not hide), the byte terms weighted by the
+/// `memory_share` of the bytes the call spans; plus [`GEMM_CALL_SECONDS`].
 ///
 /// ```
 /// use ttgt::{DType, model::{profile, skinny_seconds, SkinnyForm}};

@@ -25,7 +25,8 @@ pub use gemm::{
     gemm_training_shapes, gemv_seconds, narrow_c_speedup, skinny_seconds, GemmCoeffs, GemmLayout,
     GemmLibrary, SkinnyForm, AVX512_GEMM_CRATE_FACTOR, GEMM_CALL_SECONDS,
     GEMM_THREADED_CALL_SECONDS, GEMV_CALL_SECONDS, NARROW_C_MAX_ELEMENTS, NARROW_C_MIN_K,
-    SKINNY_MAX_SIDE,
+    SKINNY_DOT_MAX_SIDE, SKINNY_DOT_MIN_K, SKINNY_MAX_SIDE, SKINNY_MIN_LONG_SIDES,
+    SKINNY_RATE_SHARE, SKINNY_SHORT_MAX_SIDE, SKINNY_WIDE_LONG_SIDES, SKINNY_WIDE_MIN_K,
 };
 pub use gemm_grid::{gemm_grid, gemm_grid_range, gemm_grid_threads, GEMM_MIN_BLOCK_FMAS};
 pub use gemm_probe::{probed_gemm_coeffs, GEMM_PROBE_SHAPES};

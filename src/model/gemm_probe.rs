@@ -4,7 +4,7 @@
 //! The first plan that prices a GEMM of a real element type times the `gemm` crate and
 //! `matrixmultiply` on one thread at a few shapes of the kinds contractions make (a 192³ cube
 //! for the compute rate; long, flat, deep and tiny products for the per-element and per-call
-//! costs), in two rounds with the libraries alternating shape by shape, some tens of
+//! costs), after a warm-up, in two to four rounds with the libraries alternating shape by shape, some tens of
 //! milliseconds per precision, once per process, and fits the five coefficients of
 //! [`GemmCoeffs`] to them (the compute rate from the largest product, the
 //! other four by least squares on relative errors, none negative). It also times a few wide
@@ -53,8 +53,24 @@ pub const GEMM_PROBE_SHAPES: [(usize, usize, usize); 14] = [
 /// in the GEMM probe").
 const B_COL_SHAPES: [(usize, usize, usize); 3] = [(8, 1000, 60), (48, 48, 1000), (5, 2000, 5)];
 
-/// Rounds of the probe (each shape's best over all rounds is kept).
+/// Fewest rounds of the probe (each shape's best over all rounds is kept).
 const PROBE_ROUNDS: usize = 2;
+
+/// Most rounds: rounds go on past [`PROBE_ROUNDS`] while the largest shape still gets faster
+/// (by more than [`PROBE_STEADY`]) in the last one.
+const PROBE_MAX_ROUNDS: usize = 4;
+
+/// Relative gain of the largest shape's best time in a round above which another round runs;
+/// also the spread within which the warm-up takes the libraries' calls as steady.
+const PROBE_STEADY: f64 = 0.05;
+
+/// Longest warm-up before the rounds (seconds): a core that has been idle runs the first
+/// tens of milliseconds of a process's work up to twice as slow (`docs/TUNING.md`).
+const PROBE_WARM_SECONDS: f64 = 0.06;
+
+/// Consecutive calls of each library within [`PROBE_STEADY`] of its best that end the
+/// warm-up.
+const PROBE_WARM_STEADY_CALLS: usize = 3;
 
 /// Seconds of calls each probe shape is timed for at least in each round (best of the calls;
 /// at least [`PROBE_MIN_CALLS`] calls).
@@ -317,19 +333,30 @@ type Sample = (usize, usize, usize, f64);
 /// class given ([`GemmLayout::strides`]).
 type Call<T> = fn(&[T], &[T], &mut [T], Shape, GemmLayout);
 
-/// Times each library at each `(shape, layout)` job in [`PROBE_ROUNDS`] rounds that each
-/// time every job in turn, each job by every library one after the other, keeping each one's
-/// best (seconds per call, in the order of `jobs`): the libraries' calls of one shape are
-/// then a millisecond apart, so that a spell of load from elsewhere (another process
-/// starting, a neighbour on a shared host) slows both alike and leaves their order as it is.
-/// In each round, a job is timed by one untimed call, then the best of at least
-/// [`PROBE_MIN_CALLS`] calls filling [`PROBE_SECONDS_PER_SHAPE`].
+/// Times each library at each `(shape, layout)` job in rounds that each time every job in
+/// turn, each job by every library one after the other, keeping each one's best (seconds per
+/// call, in the order of `jobs`): the libraries' calls of one shape are then a millisecond
+/// apart, so that a spell of load from elsewhere (another process starting, a neighbour on a
+/// shared host) slows both alike and leaves their order as it is. In each round, a job is
+/// timed by one untimed call, then the best of at least [`PROBE_MIN_CALLS`] calls filling
+/// [`PROBE_SECONDS_PER_SHAPE`]. The rounds follow a warm-up on the largest job
+/// ([`warm_up`]); there are [`PROBE_ROUNDS`] of them, and more (up to [`PROBE_MAX_ROUNDS`])
+/// while the last one made some library's best time of the largest job faster by more than
+/// [`PROBE_STEADY`]: the core was still speeding up.
 fn time_libraries<T: Copy + From<u8>>(
     libs: &[(GemmLibrary, Call<T>)],
     jobs: &[(Shape, GemmLayout)],
 ) -> Vec<(GemmLibrary, Vec<f64>)> {
     let mut best = vec![vec![f64::INFINITY; jobs.len()]; libs.len()];
-    for _ in 0..PROBE_ROUNDS {
+    let largest = (0..jobs.len()).max_by_key(|&s| {
+        let (m, n, k) = jobs[s].0;
+        m * n * k
+    });
+    if let Some(s) = largest {
+        warm_up(libs, jobs[s].0, jobs[s].1);
+    }
+    for round in 1..=PROBE_MAX_ROUNDS {
+        let before: Vec<f64> = largest.map_or(Vec::new(), |s| best.iter().map(|b| b[s]).collect());
         for (s, &((m, n, k), layout)) in jobs.iter().enumerate() {
             for (l, &(_, call)) in libs.iter().enumerate() {
                 let a = vec![T::from(1); m * k];
@@ -348,8 +375,54 @@ fn time_libraries<T: Copy + From<u8>>(
                 std::hint::black_box(&c);
             }
         }
+        let sped_up = largest.is_some_and(|s| {
+            best.iter()
+                .zip(&before)
+                .any(|(b, &was)| was.is_finite() && b[s] * (1.0 + PROBE_STEADY) < was)
+        });
+        if round >= PROBE_ROUNDS && !sped_up {
+            break;
+        }
     }
     libs.iter().map(|&(lib, _)| lib).zip(best).collect()
+}
+
+/// Runs `shape` in `layout` by each library in turn until each library's last
+/// [`PROBE_WARM_STEADY_CALLS`] calls all ran within [`PROBE_STEADY`] of its best call, or for
+/// [`PROBE_WARM_SECONDS`]: the rounds then time a core that is up to speed.
+fn warm_up<T: Copy + From<u8>>(
+    libs: &[(GemmLibrary, Call<T>)],
+    (m, n, k): Shape,
+    layout: GemmLayout,
+) {
+    let a = vec![T::from(1); m * k];
+    let b = vec![T::from(2); k * n];
+    let mut c = vec![T::from(0); m * n];
+    let start = Instant::now();
+    let mut best = vec![f64::INFINITY; libs.len()];
+    let mut steady = vec![0usize; libs.len()];
+    while start.elapsed().as_secs_f64() < PROBE_WARM_SECONDS
+        && steady.iter().any(|&s| s < PROBE_WARM_STEADY_CALLS)
+    {
+        for (l, &(_, call)) in libs.iter().enumerate() {
+            let t = Instant::now();
+            call(&a, &b, &mut c, (m, n, k), layout);
+            let seconds = t.elapsed().as_secs_f64();
+            if seconds < best[l] {
+                // a new best: the steady calls before it count only if it is within reach
+                if seconds * (1.0 + PROBE_STEADY) < best[l] {
+                    steady[l] = 0;
+                }
+                best[l] = seconds;
+            }
+            if seconds <= best[l] * (1.0 + PROBE_STEADY) {
+                steady[l] += 1;
+            } else {
+                steady[l] = 0;
+            }
+        }
+    }
+    std::hint::black_box(&c);
 }
 
 /// `C = A·B` by the `gemm` crate on the calling thread, C row-major, A and B in `layout`.
@@ -458,17 +531,79 @@ mod tests {
         assert!(times
             .iter()
             .all(|(_, t)| t.len() == 2 && t.iter().all(|x| x.is_finite())));
-        // each library times a job in one untimed and several timed calls; the runs of calls
-        // go library 0, library 1 on the first shape, then both on the second, every round
+        // a warm-up on the largest job, the libraries call by call; then rounds in which
+        // each library times a job in one untimed and several timed calls: the runs of
+        // calls go library 0, library 1 on the first shape, then both on the second
         let calls = CALLS.with(|c| c.take());
+        let warm = calls.iter().take_while(|c| c.1 == 4).count();
+        assert!(warm >= 2 * PROBE_WARM_STEADY_CALLS, "{calls:?}");
+        assert!(calls[..warm]
+            .iter()
+            .enumerate()
+            .all(|(i, &c)| c == (i % 2, 4)));
         let mut runs: Vec<(usize, usize)> = Vec::new();
-        for c in calls {
+        for &c in &calls[warm..] {
             if runs.last() != Some(&c) {
                 runs.push(c);
             }
         }
         let round = [(0, 3), (1, 3), (0, 4), (1, 4)];
-        assert_eq!(runs, round.repeat(PROBE_ROUNDS));
+        let rounds = runs.len() / round.len();
+        assert!(
+            (PROBE_ROUNDS..=PROBE_MAX_ROUNDS).contains(&rounds),
+            "{rounds} rounds"
+        );
+        assert_eq!(runs, round.repeat(rounds));
+    }
+
+    thread_local! {
+        /// Calls the slowly starting fake library below has received.
+        static STARTED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Busy for `micros` microseconds.
+    fn spin(micros: u64) {
+        let t = Instant::now();
+        while t.elapsed() < std::time::Duration::from_micros(micros) {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// A library speeding up: its first four calls take 400, 300, 200 and 100 µs, the later
+    /// ones 100 µs.
+    fn speeding_up(_: &[f64], _: &[f64], _: &mut [f64], _: Shape, _: GemmLayout) {
+        let n = STARTED.with(|c| {
+            let n = c.get();
+            c.set(n + 1);
+            n
+        });
+        spin(400 - 100 * n.min(3) as u64);
+    }
+
+    /// A library whose calls take 100 and 200 µs in turn: never steady.
+    fn erratic(_: &[f64], _: &[f64], _: &mut [f64], _: Shape, _: GemmLayout) {
+        let n = STARTED.with(|c| {
+            let n = c.get();
+            c.set(n + 1);
+            n
+        });
+        spin(if n.is_multiple_of(2) { 100 } else { 200 });
+    }
+
+    #[test]
+    fn the_warm_up_lasts_until_the_calls_are_steady_or_its_time_is_up() {
+        let one = |f: Call<f64>| [(GemmLibrary::Gemm, f)];
+        STARTED.with(|c| c.set(0));
+        warm_up(&one(speeding_up), (2, 2, 2), GemmLayout::ROW);
+        let calls = STARTED.with(|c| c.get());
+        // past the slower calls, then the steady ones (a busy host may add a few)
+        assert!(calls >= 3 + PROBE_WARM_STEADY_CALLS, "{calls}");
+        STARTED.with(|c| c.set(0));
+        let t = Instant::now();
+        warm_up(&one(erratic), (2, 2, 2), GemmLayout::ROW);
+        let took = t.elapsed().as_secs_f64();
+        assert!(took >= PROBE_WARM_SECONDS, "{took}");
+        assert!(took < PROBE_WARM_SECONDS + 0.05, "{took}");
     }
 
     #[test]

@@ -61,6 +61,11 @@ fn dedup(opts: Vec<Vec<Label>>) -> Vec<Vec<Label>> {
 /// How many block shapes a tiled enumeration tries per choice of group orders and packs.
 const MAX_BLOCK_SETS: usize = 8;
 
+/// Most candidates an enumeration makes room for before it starts (the vector grows past it
+/// as needed): 4096 candidates are a few megabytes of address space, of which only the
+/// pages the candidates fill are touched.
+const MAX_RESERVED_CANDIDATES: usize = 4096;
+
 /// The sets of free labels (M and N) whose values make the blocks of a tiled write-back: a
 /// set qualifies when the other labels' extents multiply to at most `max_elems` and dropping
 /// any label from it would exceed that (the largest blocks that fit). All subsets are tried
@@ -459,7 +464,13 @@ pub(crate) fn enumerate(
     let wide_bytes = options.tile_bytes.is_none().then_some(WIDE_TILE_BYTES);
     let mut seen_tiles = HashSet::default();
     let mut seen = HashSet::default();
-    let mut all: Vec<Candidate> = loops.into_iter().collect();
+    // room for every untiled candidate at once: grown by doubling, the vector of hundreds
+    // of candidates was copied into fresh pages several times
+    let c_count = if c_phys.is_some() { 5 } else { 3 };
+    let par = if threads > 1 { 2 } else { 1 };
+    let bound = m_opts.len() * n_opts.len() * k_opts.len() * 16 * c_count * libs.len() * par;
+    let mut all: Vec<Candidate> = Vec::with_capacity(1 + bound.min(MAX_RESERVED_CANDIDATES));
+    all.extend(loops);
     let mut excluded = Vec::new();
     for mo in &m_opts {
         for no in &n_opts {
@@ -698,13 +709,28 @@ fn by_time(x: &(f64, usize), y: &(f64, usize)) -> std::cmp::Ordering {
 
 /// `v` in the order of [`rank`], ties in their order in `v`. The keys are sorted, not the
 /// candidates: a candidate is 656 bytes, and sorting hundreds of them moved each one
-/// a dozen times (a tenth of planning time).
-fn sorted_by_time(v: Vec<Candidate>) -> Vec<Candidate> {
+/// a dozen times (a tenth of planning time). The order found is then applied in place, a
+/// cycle of the permutation at a time: a second vector of hundreds of candidates was a
+/// fresh allocation of hundreds of kilobytes whose pages the copy faulted in.
+fn sorted_by_time(mut v: Vec<Candidate>) -> Vec<Candidate> {
     let mut keys: Vec<((f64, usize), usize)> =
         v.iter().enumerate().map(|(i, c)| (rank(c), i)).collect();
     keys.sort_by(|x, y| by_time(&x.0, &y.0).then(x.1.cmp(&y.1)));
-    let mut slots: Vec<Option<Candidate>> = v.into_iter().map(Some).collect();
-    keys.iter().filter_map(|&(_, i)| slots[i].take()).collect()
+    // source[i]: where the candidate that belongs at position i is now
+    let mut source: Vec<usize> = keys.iter().map(|&(_, i)| i).collect();
+    for start in 0..source.len() {
+        let mut at = start;
+        loop {
+            let from = source[at];
+            source[at] = at;
+            if from == start || from == at {
+                break;
+            }
+            v.swap(at, from);
+            at = from;
+        }
+    }
+    v
 }
 
 #[cfg(test)]

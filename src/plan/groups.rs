@@ -38,22 +38,6 @@ pub(crate) fn axes_of<'a>(
     })
 }
 
-/// Extents and strides of `labels` in a tensor whose axes carry `axis_labels` and `layout`
-/// (a label it has no axis for: extent 1, stride 0, as [`stride_of`]).
-pub(crate) fn group(
-    labels: &[Label],
-    axis_labels: &[Label],
-    layout: &Layout,
-) -> (Vec<usize>, Vec<isize>) {
-    labels
-        .iter()
-        .map(|l| match axis_labels.iter().position(|x| x == l) {
-            Some(i) => (layout.dims()[i], layout.strides()[i]),
-            None => (1, 0),
-        })
-        .unzip()
-}
-
 /// The axis of `label` among `labels`; its absence is an [`Error::Internal`] (the callers
 /// look up labels their plan put there).
 pub(crate) fn axis_of(label: Label, labels: &[Label]) -> Result<usize> {
@@ -92,12 +76,12 @@ pub(crate) fn in_order_of(labels: &[Label], order: &[Label]) -> Vec<Label> {
         .collect()
 }
 
-/// `labels` sorted by decreasing stride in the given tensor (the order in which they fuse).
+/// `labels` sorted by decreasing stride in the given tensor (the order in which they fuse;
+/// a label the tensor lacks has stride 0, ties keep `labels`' order).
 pub(crate) fn by_stride(labels: &[Label], axis_labels: &[Label], layout: &Layout) -> Vec<Label> {
-    let (_, strides) = group(labels, axis_labels, layout);
-    let mut pairs: Vec<(Label, isize)> = labels.iter().copied().zip(strides).collect();
-    pairs.sort_by_key(|&(_, s)| std::cmp::Reverse(s.unsigned_abs()));
-    pairs.into_iter().map(|(l, _)| l).collect()
+    let mut sorted = labels.to_vec();
+    sorted.sort_by_key(|&l| std::cmp::Reverse(stride_of(l, axis_labels, layout).unsigned_abs()));
+    sorted
 }
 
 /// Stride of `label` in a tensor with axes `labels` (0 when it has no such axis: a loop over

@@ -603,7 +603,6 @@ mod tests {
         warm_up(&one(erratic), (2, 2, 2), GemmLayout::ROW);
         let took = t.elapsed().as_secs_f64();
         assert!(took >= PROBE_WARM_SECONDS, "{took}");
-        assert!(took < PROBE_WARM_SECONDS + 0.05, "{took}");
     }
 
     #[test]

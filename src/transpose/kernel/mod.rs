@@ -17,7 +17,7 @@ use crate::tensor::{DType, Element};
 pub(crate) use streaming::{
     groups_rows, row, rows_continue, stream_block, stream_copy, stream_joined_rows,
     stream_row_sets, stream_rows, streaming_copies_for, streaming_copy, streaming_copy_one_stream,
-    RowSeam, StreamRowSetsFn, StreamRowsFn, PAGE, ROW_GROUPS, SPLIT_COPY_MIN_PART,
+    RowSeam, StreamRowSetsFn, StreamRowsFn, LINE, PAGE, ROW_GROUPS, SPLIT_COPY_MIN_PART,
     STREAM_ROW_MIN_BYTES,
 };
 
@@ -137,6 +137,10 @@ pub(crate) struct Micro {
     /// The row kernel of `f`, with that of the non-temporal variant where there is one, on
     /// the ISAs that have them (AVX2).
     pub row: Option<(RowFn, Option<RowFn>)>,
+    /// Edges of tiles at least one micro-tile wide and high run as whole micro-tiles that
+    /// overlap the last whole ones (rewriting their values) instead of masked edge
+    /// micro-tiles: modes that do not read B, on ISAs whose masked stores are slow (AVX2).
+    pub overlap: bool,
 }
 
 /// Streamed rows of B that start inside a line and are followed in memory by the row of the
@@ -308,6 +312,7 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
             stream: stream_rows(isa),
             seam,
             row,
+            overlap: isa == Isa::Avx2 && sc.mode != AXPBY,
         })
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -449,6 +454,9 @@ pub(crate) unsafe fn tile_simd<T: Element>(
         ..*t
     };
     let (fi, fj) = (t.ni / w * w, t.nj / w * w);
+    // Whole micro-tiles over the edges (`Micro::overlap`): ordinary stores only, as the
+    // edge micro-tiles have.
+    let overlap = m.overlap && nt.is_none() && t.ni >= w && t.nj >= w;
     // The tail columns [fj, nj) of rows with a successor go out as seam lines (below).
     let tail = t.nj - fj;
     let seams = tail > 0 && seam.succ;
@@ -496,13 +504,34 @@ pub(crate) unsafe fn tile_simd<T: Element>(
         }
         // The right edge of this row of micro-tiles.
         if fj < t.nj && !seams {
-            edge_at(a, b, t, i0, fj, w, t.nj - fj);
+            if overlap {
+                micro_at(m.f, a, b, t, i0, t.nj - w);
+            } else {
+                edge_at(a, b, t, i0, fj, w, t.nj - fj);
+            }
         }
     }
     // The bottom edge, when not empty: the first element of an empty strip lies past the
     // tile, where even computing its address (with `offset`/`add`) may leave the
     // allocation, which is undefined behaviour.
-    if fi < t.ni {
+    if fi < t.ni && overlap && !seams {
+        // The last `w` rows, overlapping the rows above (a mode that does not read B writes
+        // the same values again).
+        let i0 = t.ni - w;
+        let (pa_row, pb_row) = at(a, b, t, i0, 0);
+        match m.row {
+            // SAFETY: the `fj / w` micro-tiles of rows [i0, ni) lie inside the tile.
+            Some((rf, _)) if fj > 0 => unsafe { rf(pa_row, lda, pb_row, ldb, al, be, fj / w) },
+            _ => {
+                for j0 in (0..fj).step_by(w) {
+                    micro_at(m.f, a, b, t, i0, j0);
+                }
+            }
+        }
+        if fj < t.nj {
+            micro_at(m.f, a, b, t, i0, t.nj - w);
+        }
+    } else if fi < t.ni {
         let end = if seams { fj } else { t.nj };
         for j0 in (0..end).step_by(w) {
             edge_at(a, b, t, fi, j0, t.ni - fi, w.min(t.nj - j0));
@@ -1039,6 +1068,28 @@ mod tests {
                     check::<crate::tensor::bf16>(shape, wide, shift);
                 }
             }
+        }
+    }
+
+    /// Edges as overlapping whole micro-tiles only where B is not read (a copy or a scaled
+    /// copy writes the same values again; `beta != 0` would add twice) and only on AVX2;
+    /// tiles of 15x15 and 5x7 (the shapes of odd extents) against the scalar tile, with the
+    /// elements around the tile checked by `check`.
+    #[test]
+    fn edges_overlap_only_where_b_is_not_read() {
+        for isa in Isa::available() {
+            for (al, be, reads) in [(1.0, 0.0, false), (2.0, 0.0, false), (1.0, 0.5, true)] {
+                let sc = Scalars::new(al, be);
+                let Some(m) = micro::<f64>(isa, &sc) else {
+                    continue;
+                };
+                assert_eq!(m.overlap, isa == Isa::Avx2 && !reads, "{isa:?} beta {be}");
+            }
+        }
+        for shape in [(15, 15), (5, 7), (7, 5), (4, 9)] {
+            check::<f64>(shape, false, 0);
+            check::<f32>(shape, false, 0);
+            check::<Complex32>(shape, false, 0);
         }
     }
 

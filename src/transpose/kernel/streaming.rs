@@ -130,7 +130,8 @@ macro_rules! streaming_copies_for {
         #[target_feature(enable = $feature)]
         unsafe fn copy_streamed(src: *const u8, dst: *mut u8, bytes: usize, split: bool) {
             const G: usize = super::ROW_GROUPS;
-            let head = (($line - (dst as usize) % $line) % $line).min(bytes);
+            // Whole cache lines only are streamed (`super::LINE`).
+            let head = ((super::LINE - (dst as usize) % super::LINE) % super::LINE).min(bytes);
             std::ptr::copy_nonoverlapping(src, dst, head);
             // A long range is read as `ROW_GROUPS` concurrent streams, one per consecutive
             // part of it (see `super::SPLIT_COPY_MIN_PART`).
@@ -145,7 +146,12 @@ macro_rules! streaming_copies_for {
                 stream_runs(&sets, part);
                 k += G * part;
             }
-            let k = stream_blocks(src, dst, k, bytes);
+            let k = stream_blocks(
+                src,
+                dst,
+                k,
+                head + (bytes - head) / super::LINE * super::LINE,
+            );
             std::ptr::copy_nonoverlapping(src.add(k), dst.add(k), bytes - k);
         }
 
@@ -398,6 +404,12 @@ pub(crate) fn rows_continue(sa: isize, bytes: usize) -> bool {
 /// is split into [`ROW_GROUPS`] consecutive parts when each is at least this long, so that
 /// each stream runs within its own pages.
 pub(crate) const SPLIT_COPY_MIN_PART: usize = PAGE;
+
+/// The cache line (bytes): a range copy (`stream_copy`: staged runs, long rows) streams the
+/// whole lines of its range only, on every ISA, and copies the partial lines at its ends with
+/// ordinary stores; a line streamed in part beside an ordinary store is written to memory in
+/// pieces (`docs/TUNING.md`, "Range copies stream whole lines").
+pub(crate) const LINE: usize = 64;
 
 /// The page size the streaming rules reason in (bytes): the hardware prefetchers follow a
 /// stream within a page.

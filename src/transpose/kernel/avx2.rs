@@ -398,19 +398,30 @@ pub(crate) unsafe fn e_c64<const M: u8>(
     }
 }
 
-/// The 32 bytes made of `n` (< 32) bytes at `a` followed by `32 - n` bytes at `b`.
+/// The 32 bytes made of `n` (0 < n < 32, a multiple of 4: every element size a joined copy
+/// takes is) bytes at `a` followed by `32 - n` bytes at `b`: two unaligned loads, of the 32
+/// bytes ending at `a + n` and of the 32 bytes from `b`, each rotated into place by one dword
+/// permute and blended: no scratch block composed by byte copies, whose wide reload of narrow
+/// stores stalls (docs/TUNING.md, "Range copies stream whole lines").
 ///
 /// # Safety
-/// The CPU has AVX; `a[..n]` and `b[..32 - n]` are readable.
-#[inline(always)]
+/// The CPU has AVX2; `a + n - 32 .. a + n` and `b .. b + 32` are readable.
+#[target_feature(enable = "avx2")]
+#[inline]
 unsafe fn join_block(a: *const u8, n: usize, b: *const u8) -> __m256i {
-    #[repr(align(32))]
-    struct Block([u8; 32]);
-    let mut tmp = Block([0; 32]);
-    let t = tmp.0.as_mut_ptr();
-    std::ptr::copy_nonoverlapping(a, t, n);
-    std::ptr::copy_nonoverlapping(b, t.add(n), 32 - n);
-    _mm256_load_si256(t as *const __m256i)
+    debug_assert!(n > 0 && n < 32 && n.is_multiple_of(4));
+    let k = _mm256_set1_epi32((n / 4) as i32);
+    let lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    let lo = _mm256_loadu_si256(a.add(n).sub(32) as *const __m256i);
+    let hi = _mm256_loadu_si256(b as *const __m256i);
+    // dword i < k: lo's dword 8 - k + i (the bytes of `a`); else hi's dword i - k (the
+    // permute reads the low three bits of each index)
+    let x = _mm256_permutevar8x32_epi32(
+        lo,
+        _mm256_sub_epi32(_mm256_add_epi32(lane, _mm256_set1_epi32(8)), k),
+    );
+    let y = _mm256_permutevar8x32_epi32(hi, _mm256_sub_epi32(lane, k));
+    _mm256_blendv_epi8(y, x, _mm256_cmpgt_epi32(k, lane))
 }
 
 super::streaming_copies_for!(

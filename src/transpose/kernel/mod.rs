@@ -979,6 +979,55 @@ mod tests {
         }
     }
 
+    /// The joined-rows streaming copy on every SIMD level of this CPU: rows of 32 to 200
+    /// bytes (every dword count, so every join offset), sources with gaps between them,
+    /// destinations starting every 4 bytes into a line: the range equals the rows one after
+    /// another, and the bytes around it are untouched.
+    #[test]
+    fn joined_rows_match_a_plain_copy() {
+        for isa in Isa::available() {
+            let Some(joined) = stream_joined_rows(isa) else {
+                continue;
+            };
+            for bytes in (32..=200).step_by(4) {
+                let count = 7;
+                let sa = bytes + 20;
+                let src: Vec<u8> = (0..sa * count + 64).map(|x| (x * 13 % 251) as u8).collect();
+                for mis in (0..64).step_by(4) {
+                    let mut dst = vec![0x5Au8; bytes * count + 256];
+                    let base = (64 - dst.as_ptr() as usize % 64) % 64 + 64 + mis;
+                    // SAFETY: `count` rows of `bytes` lie in `src`, `sa` apart; the range
+                    // lies inside `dst`.
+                    unsafe {
+                        joined(
+                            src.as_ptr(),
+                            sa as isize,
+                            dst.as_mut_ptr().add(base),
+                            count,
+                            bytes,
+                        )
+                    };
+                    store_fence();
+                    for r in 0..count {
+                        assert_eq!(
+                            &dst[base + r * bytes..base + (r + 1) * bytes],
+                            &src[r * sa..r * sa + bytes],
+                            "{isa:?} rows of {bytes} bytes, {mis} bytes into a line, row {r}"
+                        );
+                    }
+                    assert!(
+                        dst[..base].iter().all(|&x| x == 0x5A),
+                        "{isa:?} {bytes} before"
+                    );
+                    assert!(
+                        dst[base + count * bytes..].iter().all(|&x| x == 0x5A),
+                        "{isa:?} {bytes} {mis} after"
+                    );
+                }
+            }
+        }
+    }
+
     /// Every micro-kernel against the scalar tile, on a tile of `ni`×`nj` (remainders go to the
     /// edge micro-kernels); `ldb` of 64 elements makes the non-temporal variants run too, from
     /// an aligned start (`shift` 0) or `shift` elements past one (the shifted micro-tile grid).

@@ -395,9 +395,20 @@ impl TransposePlan {
                 // half lines cost several times a full line).
                 let es = self.dtype.size_bytes();
                 let line_w = w * 64usize.div_ceil(w * es).max(1);
+                // B rows that cannot stream (their starts are not store blocks apart, e.g.
+                // 15 f64) take B-side blocks of one to two lines that cut them into the
+                // fewest units (`odd_block_j`): a line and a remainder of one element (225
+                // f64: 28 x 8 + 1) doubles the units of small tiles.
+                let row_bytes = di_.sb.unsigned_abs() * es;
+                let streamable = row_bytes.is_multiple_of(kernel::stream_block(self.isa).max(1));
+                let bj_simd = if streamable {
+                    line_w
+                } else {
+                    odd_block_j(dj_.n, line_w, w)
+                };
                 let (b, bjx) = match block {
                     Some((bi, bj)) => (bi.max(1), bj.max(1)),
-                    None if simd => (((16384 / es) / w).max(1) * w, line_w),
+                    None if simd => (((16384 / es) / w).max(1) * w, bj_simd),
                     None => (16, 16),
                 };
                 self.block = b;
@@ -648,6 +659,32 @@ impl TransposePlan {
     }
 }
 
+/// The B-side block of a SIMD tile whose B rows cannot stream, `n` long: the whole row when it
+/// is shorter than two lines (`line_w` elements each), else the block of at least one line
+/// and less than two that cuts it into the fewest blocks, and among those the fewest
+/// `w`-wide micro-tile columns, then a last block at least `w` wide, then the widest.
+///
+/// ```text
+/// odd_block_j(15, 8, 4) == 15; odd_block_j(225, 8, 4) == 15; odd_block_j(53, 8, 4) == 15
+/// ```
+fn odd_block_j(n: usize, line_w: usize, w: usize) -> usize {
+    if n < 2 * line_w {
+        return n.max(1);
+    }
+    // blocks, micro-tile columns, a last block narrower than a micro-tile (masked edges only)
+    let cost = |b: usize| {
+        let rest = n % b;
+        (
+            n.div_ceil(b),
+            (n / b) * b.div_ceil(w) + rest.div_ceil(w),
+            rest > 0 && rest < w,
+        )
+    };
+    (line_w..2 * line_w)
+        .min_by_key(|&b| (cost(b), std::cmp::Reverse(b)))
+        .unwrap_or(line_w)
+}
+
 #[cfg(test)]
 mod tests {
     //! The loop walker (`run_range`) and the kernels it calls, on every loop-nest shape the
@@ -666,6 +703,35 @@ mod tests {
         step: isize,
         pad: usize,
         rev: &'a [usize],
+    }
+
+    /// B-side blocks of rows that cannot stream: whole rows under two lines, else one to two
+    /// lines, the fewest blocks (225 and 3375 f64: blocks of 15, none narrower than a
+    /// micro-tile), and a plan of 15^4 f64 tiles that uses them.
+    #[test]
+    fn odd_rows_take_the_fewest_blocks() {
+        for (n, want) in [
+            (15, 15),
+            (12, 12),
+            (1, 1),
+            (225, 15),
+            (3375, 15),
+            (53, 15),
+            (17, 13),
+        ] {
+            assert_eq!(odd_block_j(n, 8, 4), want, "{n}");
+        }
+        for n in 16..400 {
+            let b = odd_block_j(n, 8, 4);
+            assert!((8..16).contains(&b), "{n}: {b}");
+            assert!(n.div_ceil(b) <= n.div_ceil(15), "{n}: {b}");
+        }
+        let l = Layout::row_major(&[15, 15, 15, 15]).unwrap();
+        let p = TransposePlan::new(&[3, 1, 2, 0], &l, &l, DType::F64, &Default::default());
+        let p = p.unwrap();
+        if p.isa != Isa::Scalar {
+            assert_eq!(p.blocks().1, 15, "{}", p.describe());
+        }
     }
 
     const DENSE: Store<'static> = Store {
@@ -907,7 +973,8 @@ mod tests {
 
     /// Streamed tiles whose B-side block loop is outermost take blocks of two lines of B
     /// (16 f64 rows of A) instead of one, and stay exact at every B offset; where the block
-    /// loop is next to the tile, or stores are not streamed, the block stays one line.
+    /// loop is next to the tile, or stores are not streamed, the block stays one line, or
+    /// where B's rows cannot stream, one to two lines (`odd_block_j`).
     #[test]
     fn streamed_blocks_widen_when_their_loop_is_outermost() {
         let cases: [(&[usize], &[usize], bool); 3] = [
@@ -931,8 +998,13 @@ mod tests {
                         ..Default::default()
                     };
                     let plan = TransposePlan::new(perm, &la, &lb, DType::F64, &opts).unwrap();
+                    // [5, 70, 32]: B rows of 70 f64 start 560 bytes apart, which cannot
+                    // stream: blocks of one to two lines that cut 70 into the fewest
+                    let w = isa.width(DType::F64);
                     let want = if widens && streaming == Some(true) && isa == Isa::Avx512 {
                         16
+                    } else if !widens {
+                        odd_block_j(70, line, w)
                     } else {
                         line
                     };

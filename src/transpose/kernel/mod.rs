@@ -519,9 +519,9 @@ pub(crate) unsafe fn tile_simd<T: Element>(
         // the same values again).
         let i0 = t.ni - w;
         let (pa_row, pb_row) = at(a, b, t, i0, 0);
-        match m.row {
+        match row_of(pb_row) {
             // SAFETY: the `fj / w` micro-tiles of rows [i0, ni) lie inside the tile.
-            Some((rf, _)) if fj > 0 => unsafe { rf(pa_row, lda, pb_row, ldb, al, be, fj / w) },
+            Some(rf) if fj > 0 => unsafe { rf(pa_row, lda, pb_row, ldb, al, be, fj / w) },
             _ => {
                 for j0 in (0..fj).step_by(w) {
                     micro_at(m.f, a, b, t, i0, j0);
@@ -962,21 +962,36 @@ mod tests {
                         );
                     }
                     store_fence();
-                    for r in 0..count {
-                        assert_eq!(
-                            &dst[base + r * bytes..base + (r + 1) * bytes],
-                            &src[r * sa..r * sa + bytes],
-                            "{isa:?} {blocks} blocks, {mis} bytes in, row {r}"
-                        );
-                    }
-                    assert!(dst[..base].iter().all(|&x| x == 0xAA), "{isa:?} before");
-                    assert!(
-                        dst[base + count * bytes..].iter().all(|&x| x == 0xAA),
-                        "{isa:?} {blocks} blocks, {mis} bytes in: after"
-                    );
+                    let what = format!("{isa:?} {blocks} blocks, {mis} bytes in");
+                    assert_rows_landed(&dst, base, &src, sa, (count, bytes), 0xAA, &what);
                 }
             }
         }
+    }
+
+    /// Asserts that `count` rows of `bytes` bytes, `sa` apart in `src`, lie one after another
+    /// in `dst` from `base`, and that every byte of `dst` around them still holds `fill`.
+    fn assert_rows_landed(
+        dst: &[u8],
+        base: usize,
+        src: &[u8],
+        sa: usize,
+        (count, bytes): (usize, usize),
+        fill: u8,
+        what: &str,
+    ) {
+        for r in 0..count {
+            assert_eq!(
+                &dst[base + r * bytes..base + (r + 1) * bytes],
+                &src[r * sa..r * sa + bytes],
+                "{what}, row {r}"
+            );
+        }
+        assert!(dst[..base].iter().all(|&x| x == fill), "{what}: before");
+        assert!(
+            dst[base + count * bytes..].iter().all(|&x| x == fill),
+            "{what}: after"
+        );
     }
 
     /// The joined-rows streaming copy on every SIMD level of this CPU: rows of 32 to 200
@@ -1008,21 +1023,8 @@ mod tests {
                         )
                     };
                     store_fence();
-                    for r in 0..count {
-                        assert_eq!(
-                            &dst[base + r * bytes..base + (r + 1) * bytes],
-                            &src[r * sa..r * sa + bytes],
-                            "{isa:?} rows of {bytes} bytes, {mis} bytes into a line, row {r}"
-                        );
-                    }
-                    assert!(
-                        dst[..base].iter().all(|&x| x == 0x5A),
-                        "{isa:?} {bytes} before"
-                    );
-                    assert!(
-                        dst[base + count * bytes..].iter().all(|&x| x == 0x5A),
-                        "{isa:?} {bytes} {mis} after"
-                    );
+                    let what = format!("{isa:?} rows of {bytes} bytes, {mis} bytes into a line");
+                    assert_rows_landed(&dst, base, &src, sa, (count, bytes), 0x5A, &what);
                 }
             }
         }

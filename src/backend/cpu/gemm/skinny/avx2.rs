@@ -36,16 +36,31 @@ unsafe fn sum_f32(v: __m256) -> f32 {
 }
 
 macro_rules! kernels {
-    ($t:ty, $axpy:ident, $dot:ident, lanes = $w:literal, $maskf:ident, $zero:ident,
+    ($t:ty, $axpy:ident, $axpy_block:ident, $dot:ident, lanes = $w:literal, $maskf:ident, $zero:ident,
      $maskload:ident, $loadu:ident, $storeu:ident, $set1:ident, $fmadd:ident,
      $mul:ident, $sum:ident) => {
-        /// `axpy` pass (see `super::axpy_pass`) of `NP` columns.
+        /// `axpy` pass (see `super::axpy_pass`) of `NP` columns: a block of the full
+        /// `2 × lanes` rows by plain loads and stores, a shorter one (the last rows of a
+        /// group) by masked loads and element stores.
         ///
         /// # Safety
         /// As for `super::axpy_pass`; the CPU supports AVX2 and FMA.
-        #[allow(clippy::too_many_arguments)] // one pass's geometry
         #[target_feature(enable = "avx2,fma")]
         pub(super) unsafe fn $axpy<const NP: usize>(g: &Geometry<$t>) {
+            if g.len == 2 * $w {
+                $axpy_block::<NP, true>(g)
+            } else {
+                $axpy_block::<NP, false>(g)
+            }
+        }
+
+        /// The `axpy` pass above for blocks of `2 × lanes` rows (`FULL`) or fewer.
+        ///
+        /// # Safety
+        /// As for `super::axpy_pass`, with `g.len == 2 × lanes` when `FULL`; the CPU
+        /// supports AVX2 and FMA.
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn $axpy_block<const NP: usize, const FULL: bool>(g: &Geometry<$t>) {
             let Geometry {
                 len,
                 kc,
@@ -62,15 +77,24 @@ macro_rules! kernels {
                 fetch_m,
             } = *g;
             const RV: usize = 2;
-            let counts: [usize; RV] = std::array::from_fn(|v| len.saturating_sub(v * $w).min($w));
-            let masks: [__m256i; RV] = std::array::from_fn(|v| $maskf(counts[v]));
+            let counts = [len.min($w), len.saturating_sub($w).min($w)];
+            let masks = if FULL {
+                [_mm256_setzero_si256(); RV]
+            } else {
+                [$maskf(counts[0]), $maskf(counts[1])]
+            };
             let mut c = [[$zero(); RV]; NP];
             if !first || beta != 0.0 {
                 let scale = $set1(if first { beta } else { 1.0 });
                 for (j, col) in c.iter_mut().enumerate() {
                     for (v, r) in col.iter_mut().enumerate() {
                         let p = acc.offset(j as isize * ts).add(v * $w);
-                        *r = $mul(scale, $maskload(p, masks[v]));
+                        let old = if FULL {
+                            $loadu(p)
+                        } else {
+                            $maskload(p, masks[v])
+                        };
+                        *r = $mul(scale, old);
                     }
                 }
             }
@@ -91,7 +115,14 @@ macro_rules! kernels {
                         _mm_prefetch::<_MM_HINT_T0>(mp.wrapping_add(ahead + v * $w).cast());
                     }
                 }
-                let mv: [_; RV] = std::array::from_fn(|v| $maskload(mp.add(v * $w), masks[v]));
+                let mut mv = [$zero(); RV];
+                for (v, e) in mv.iter_mut().enumerate() {
+                    *e = if FULL {
+                        $loadu(mp.add(v * $w))
+                    } else {
+                        $maskload(mp.add(v * $w), masks[v])
+                    };
+                }
                 let xp = x.offset(l * xrs);
                 for (j, col) in c.iter_mut().enumerate() {
                     let xv = $set1(*xp.offset(j as isize * xcs));
@@ -103,10 +134,13 @@ macro_rules! kernels {
             for (j, col) in c.iter().enumerate() {
                 for (v, &r) in col.iter().enumerate() {
                     let p = acc.offset(j as isize * ts).add(v * $w);
-                    let mut tmp = [0 as $t; $w];
-                    $storeu(tmp.as_mut_ptr(), r);
-                    for (q, &e) in tmp.iter().enumerate().take(counts[v]) {
-                        *p.add(q) = e;
+                    if FULL {
+                        $storeu(p, r);
+                    } else {
+                        // (a masked store is microcoded and slow on some AVX2 cores)
+                        let mut tmp = [0 as $t; $w];
+                        $storeu(tmp.as_mut_ptr(), r);
+                        std::ptr::copy_nonoverlapping(tmp.as_ptr(), p, counts[v]);
                     }
                 }
             }
@@ -161,6 +195,7 @@ macro_rules! kernels {
 kernels!(
     f64,
     axpy_f64,
+    axpy_block_f64,
     dot_f64,
     lanes = 4,
     mask_f64,
@@ -176,6 +211,7 @@ kernels!(
 kernels!(
     f32,
     axpy_f32,
+    axpy_block_f32,
     dot_f32,
     lanes = 8,
     mask_f32,

@@ -35,13 +35,52 @@ unsafe fn sum_f32(v: __m256) -> f32 {
     ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]))
 }
 
+/// Stores the first `n` (1 to 3) lanes of `v` at `p` by 128- and 64-bit stores (a masked
+/// store is microcoded and slow on some AVX2 cores; a copy of `n` elements is a library call).
+#[target_feature(enable = "avx2")]
+unsafe fn store_first_f64(p: *mut f64, v: __m256d, n: usize) {
+    let lo = _mm256_castpd256_pd128(v);
+    if n >= 2 {
+        _mm_storeu_pd(p, lo);
+        if n == 3 {
+            _mm_storel_pd(p.add(2), _mm256_extractf128_pd::<1>(v));
+        }
+    } else {
+        _mm_storel_pd(p, lo);
+    }
+}
+
+/// Stores the first `n` (1 to 7) lanes of `v` at `p` by 128-, 64- and 32-bit stores.
+#[target_feature(enable = "avx2")]
+unsafe fn store_first_f32(p: *mut f32, v: __m256, n: usize) {
+    let mut half = _mm256_castps256_ps128(v);
+    let mut p = p;
+    let mut n = n;
+    if n >= 4 {
+        _mm_storeu_ps(p, half);
+        half = _mm256_extractf128_ps::<1>(v);
+        p = p.add(4);
+        n -= 4;
+    }
+    if n >= 2 {
+        _mm_storel_epi64(p.cast(), _mm_castps_si128(half));
+        half = _mm_movehl_ps(half, half);
+        p = p.add(2);
+        n -= 2;
+    }
+    if n == 1 {
+        _mm_store_ss(p, half);
+    }
+}
+
 macro_rules! kernels {
-    ($t:ty, $axpy:ident, $axpy_block:ident, $dot:ident, lanes = $w:literal, $maskf:ident, $zero:ident,
+    ($t:ty, $axpy:ident, $axpy_block:ident, $dot:ident, lanes = $w:literal, $maskf:ident,
+     $store_first:ident, $zero:ident,
      $maskload:ident, $loadu:ident, $storeu:ident, $set1:ident, $fmadd:ident,
      $mul:ident, $sum:ident) => {
         /// `axpy` pass (see `super::axpy_pass`) of `NP` columns: a block of the full
         /// `2 × lanes` rows by plain loads and stores, a shorter one (the last rows of a
-        /// group) by masked loads and element stores.
+        /// group) by masked loads and partial stores.
         ///
         /// # Safety
         /// As for `super::axpy_pass`; the CPU supports AVX2 and FMA.
@@ -134,13 +173,10 @@ macro_rules! kernels {
             for (j, col) in c.iter().enumerate() {
                 for (v, &r) in col.iter().enumerate() {
                     let p = acc.offset(j as isize * ts).add(v * $w);
-                    if FULL {
+                    if FULL || counts[v] == $w {
                         $storeu(p, r);
-                    } else {
-                        // (a masked store is microcoded and slow on some AVX2 cores)
-                        let mut tmp = [0 as $t; $w];
-                        $storeu(tmp.as_mut_ptr(), r);
-                        std::ptr::copy_nonoverlapping(tmp.as_ptr(), p, counts[v]);
+                    } else if counts[v] > 0 {
+                        $store_first(p, r, counts[v]);
                     }
                 }
             }
@@ -199,6 +235,7 @@ kernels!(
     dot_f64,
     lanes = 4,
     mask_f64,
+    store_first_f64,
     _mm256_setzero_pd,
     _mm256_maskload_pd,
     _mm256_loadu_pd,
@@ -215,6 +252,7 @@ kernels!(
     dot_f32,
     lanes = 8,
     mask_f32,
+    store_first_f32,
     _mm256_setzero_ps,
     _mm256_maskload_ps,
     _mm256_loadu_ps,

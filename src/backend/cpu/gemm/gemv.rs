@@ -78,6 +78,30 @@ fn dot<T: Element>(a: &[T], x: &[T]) -> T {
     s
 }
 
+/// `sum over l < k of a[l * as_] * x[l * xs]` with four independent accumulators.
+///
+/// # Safety
+/// Every `a.offset(l * as_)` and `x.offset(l * xs)` for `l < k` is a valid element.
+#[inline(always)]
+unsafe fn strided_dot<T: Element>(a: *const T, as_: isize, x: *const T, xs: isize, k: usize) -> T {
+    let mut acc = [T::zero(); 4];
+    let mut l = 0isize;
+    let k = k as isize;
+    while l + 4 <= k {
+        for (q, s) in acc.iter_mut().enumerate() {
+            let j = l + q as isize;
+            *s += *a.offset(j * as_) * *x.offset(j * xs);
+        }
+        l += 4;
+    }
+    let mut s = T::zero();
+    while l < k {
+        s += *a.offset(l * as_) * *x.offset(l * xs);
+        l += 1;
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3]) + s
+}
+
 /// `acc[i] += sum over l of x[l] * col_l[i]` for the columns `cols(l)` (each `acc.len()`
 /// long), eight columns at a time, then four, then one: eight halve the accumulators' loads
 /// and stores per column against four (see `docs/TUNING.md`).
@@ -198,12 +222,18 @@ pub(crate) unsafe fn try_gemv<T: Element>(
         return false;
     };
     if r * k <= DIRECT_MAX_ELEMENTS {
-        // In cache and too short to split: plain loops, no buffers.
+        // In cache and too short to split: plain loops, no buffers, with independent
+        // accumulators (one running sum waits on its adds: 4 cycles an element).
         for i in 0..r as isize {
-            let mut s = T::zero();
-            for l in 0..k as isize {
-                s += *mat.ptr.offset(i * mat.rs + l * mat.cs) * *x.offset(l * xs);
-            }
+            let row = mat.ptr.offset(i * mat.rs);
+            let s = if k == 1 || (mat.cs == 1 && xs == 1) {
+                dot(
+                    std::slice::from_raw_parts(row, k),
+                    std::slice::from_raw_parts(x, k),
+                )
+            } else {
+                strided_dot(row, mat.cs, x, xs, k)
+            };
             let p = y.offset(i * ys);
             *p = if beta.is_exact_zero() {
                 alpha * s
@@ -407,6 +437,12 @@ mod tests {
             &[
                 (37, 1, 53),
                 (1, 41, 29),
+                // the plain loops of small products: rows of 38 (two chunks of 16 and a
+                // remainder), of 3, and of 18
+                (10, 1, 38),
+                (1, 12, 38),
+                (6, 1, 3),
+                (1, 7, 18),
                 (1, 1, 70),
                 (3, 1, 9000),
                 (1, 2, 9000),

@@ -1,5 +1,6 @@
 //! AVX2 micro-kernels: in-register transposes of one W×W tile, W = 32 bytes / element size
-//! (f32 8×8, f64 and Complex32 4×4, Complex64 2×2), with the scaling fused into the stores.
+//! (f32 8×8, f64 and Complex32 4×4, Complex64 2×2), with the scaling fused into the stores,
+//! and 16×16 copies of 2-byte units (f16, bf16).
 //!
 //! Every kernel reads row `k` of the tile (`W` consecutive elements) at `a + k*lda` and writes
 //! column `i` (`W` consecutive elements) at `b + i*ldb`; strides are in bytes.
@@ -188,6 +189,279 @@ pub(crate) unsafe fn t_c64<const M: u8, const NT: bool>(
         al,
         be,
     );
+}
+
+/// 16×16 transpose of 2-byte units, one row per register: interleaves of 16-, 32- and
+/// 64-bit units within 128-bit lanes, then the lanes of rows `k` and `k + 8` exchanged.
+#[inline(always)]
+unsafe fn tr16h(r: [__m256i; 16]) -> [__m256i; 16] {
+    let mut a = r;
+    for k in (0..16).step_by(2) {
+        a[k] = _mm256_unpacklo_epi16(r[k], r[k + 1]);
+        a[k + 1] = _mm256_unpackhi_epi16(r[k], r[k + 1]);
+    }
+    let mut b = a;
+    for k in [0, 1, 4, 5, 8, 9, 12, 13] {
+        b[k] = _mm256_unpacklo_epi32(a[k], a[k + 2]);
+        b[k + 2] = _mm256_unpackhi_epi32(a[k], a[k + 2]);
+    }
+    let mut c = b;
+    for k in [0, 1, 2, 3, 8, 9, 10, 11] {
+        c[k] = _mm256_unpacklo_epi64(b[k], b[k + 4]);
+        c[k + 4] = _mm256_unpackhi_epi64(b[k], b[k + 4]);
+    }
+    // `c[k]` (k < 8) holds rows 0-7 of columns `COL[k]` (low lane) and `COL[k] + 8` (high
+    // lane); `c[k + 8]` the same columns of rows 8-15.
+    const COL: [usize; 8] = [0, 4, 2, 6, 1, 5, 3, 7];
+    let mut out = c;
+    for (k, &col) in COL.iter().enumerate() {
+        out[col] = _mm256_permute2x128_si256::<0x20>(c[k], c[k + 8]);
+        out[col + 8] = _mm256_permute2x128_si256::<0x31>(c[k], c[k + 8]);
+    }
+    out
+}
+
+/// The 8×16 to 16×8 transpose of 2-byte units of rows `r` (8 rows of 16): interleaves of
+/// 16-, 32- and 64-bit units within 128-bit lanes; register `k` holds, in its low lane,
+/// column `COL8[k]` of the 8 rows and, in its high lane, column `COL8[k] + 8`.
+#[inline(always)]
+unsafe fn tr8x16h(r: [__m256i; 8]) -> [__m256i; 8] {
+    let a = [
+        _mm256_unpacklo_epi16(r[0], r[1]),
+        _mm256_unpackhi_epi16(r[0], r[1]),
+        _mm256_unpacklo_epi16(r[2], r[3]),
+        _mm256_unpackhi_epi16(r[2], r[3]),
+        _mm256_unpacklo_epi16(r[4], r[5]),
+        _mm256_unpackhi_epi16(r[4], r[5]),
+        _mm256_unpacklo_epi16(r[6], r[7]),
+        _mm256_unpackhi_epi16(r[6], r[7]),
+    ];
+    let b = [
+        _mm256_unpacklo_epi32(a[0], a[2]),
+        _mm256_unpacklo_epi32(a[1], a[3]),
+        _mm256_unpackhi_epi32(a[0], a[2]),
+        _mm256_unpackhi_epi32(a[1], a[3]),
+        _mm256_unpacklo_epi32(a[4], a[6]),
+        _mm256_unpacklo_epi32(a[5], a[7]),
+        _mm256_unpackhi_epi32(a[4], a[6]),
+        _mm256_unpackhi_epi32(a[5], a[7]),
+    ];
+    [
+        _mm256_unpacklo_epi64(b[0], b[4]),
+        _mm256_unpacklo_epi64(b[1], b[5]),
+        _mm256_unpacklo_epi64(b[2], b[6]),
+        _mm256_unpacklo_epi64(b[3], b[7]),
+        _mm256_unpackhi_epi64(b[0], b[4]),
+        _mm256_unpackhi_epi64(b[1], b[5]),
+        _mm256_unpackhi_epi64(b[2], b[6]),
+        _mm256_unpackhi_epi64(b[3], b[7]),
+    ]
+}
+
+/// Columns of [`tr8x16h`]'s registers.
+const COL8: [usize; 8] = [0, 4, 2, 6, 1, 5, 3, 7];
+
+/// 2-byte units, 16×16, ordinary stores: each half of the rows transposed on its own
+/// ([`tr8x16h`]) and stored by 16-byte halves of B's rows (no cross-lane stage, no spills).
+#[inline(always)]
+unsafe fn t_h16_halves(a: *const u8, lda: isize, b: *mut u8, ldb: isize) {
+    for h in 0..2 {
+        let mut r = [_mm256_setzero_si256(); 8];
+        for (k, row) in r.iter_mut().enumerate() {
+            *row = _mm256_loadu_si256(a.offset((8 * h + k) as isize * lda) as *const __m256i);
+        }
+        for (k, v) in tr8x16h(r).into_iter().enumerate() {
+            let p = b.offset(COL8[k] as isize * ldb).add(16 * h);
+            _mm_storeu_si128(p as *mut __m128i, _mm256_castsi256_si128(v));
+            _mm_storeu_si128(
+                p.offset(8 * ldb) as *mut __m128i,
+                _mm256_extracti128_si256::<1>(v),
+            );
+        }
+    }
+}
+
+/// 2-byte units (f16, bf16), 16×16, copied (`M` is [`COPY`]: the bits move unchanged).
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(crate) unsafe fn t_h16<const M: u8, const NT: bool>(
+    a: *const u8,
+    lda: isize,
+    b: *mut u8,
+    ldb: isize,
+    _al: f64,
+    _be: f64,
+) {
+    debug_assert_eq!(M, COPY);
+    if !NT {
+        return t_h16_halves(a, lda, b, ldb);
+    }
+    let mut r = [_mm256_setzero_si256(); 16];
+    for (k, row) in r.iter_mut().enumerate() {
+        *row = _mm256_loadu_si256(a.offset(k as isize * lda) as *const __m256i);
+    }
+    for (i, v) in tr16h(r).into_iter().enumerate() {
+        let p = b.offset(i as isize * ldb) as *mut __m256i;
+        if NT {
+            // Non-temporal: the caller checked that B's rows are 32-byte aligned.
+            _mm256_stream_si256(p, v);
+        } else {
+            _mm256_storeu_si256(p, v);
+        }
+    }
+}
+
+/// The 16×16 transposes of 2-byte units at `a` and `a + 16·lda`, in the register rows of B
+/// (`[first, second]`).
+#[inline(always)]
+unsafe fn tr16h_pair(a: *const u8, lda: isize) -> [[__m256i; 16]; 2] {
+    let mut r = [[_mm256_setzero_si256(); 16]; 2];
+    for (k, row) in r.iter_mut().flatten().enumerate() {
+        *row = _mm256_loadu_si256(a.offset(k as isize * lda) as *const __m256i);
+    }
+    [tr16h(r[0]), tr16h(r[1])]
+}
+
+/// `n` micro-tiles of [`t_h16`] side by side along B's rows (the `k`-th at `a + 16k·lda`
+/// and `b + 32k` bytes). Streamed (`NT`), they run in pairs that write each line of a B row
+/// by two consecutive stores: one micro-tile writes half a line of 16 rows, more open lines
+/// than the core's write-combining buffers hold, and lines evicted half written cost a
+/// read of the line each.
+///
+/// # Safety
+/// As [`t_h16`], for each of the `n` micro-tiles.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn r_h16<const M: u8, const NT: bool>(
+    a: *const u8,
+    lda: isize,
+    b: *mut u8,
+    ldb: isize,
+    al: f64,
+    be: f64,
+    n: usize,
+) {
+    let step = 16 * lda;
+    let mut k = 0;
+    if NT && n > 1 {
+        // a first micro-tile in the second half of its lines runs alone
+        if b as usize & 32 != 0 {
+            t_h16::<M, NT>(a, lda, b, ldb, al, be);
+            k = 1;
+        }
+        while k + 2 <= n {
+            let [x, y] = tr16h_pair(a.offset(k as isize * step), lda);
+            let pb = b.add(32 * k);
+            for i in 0..16 {
+                let p = pb.offset(i as isize * ldb) as *mut __m256i;
+                // Non-temporal: the caller checked that B's rows are 32-byte aligned.
+                _mm256_stream_si256(p, x[i]);
+                _mm256_stream_si256(p.add(1), y[i]);
+            }
+            k += 2;
+        }
+    }
+    for k in k..n {
+        t_h16::<M, NT>(a.offset(k as isize * step), lda, b.add(32 * k), ldb, al, be);
+    }
+}
+
+/// The `n` bytes at `p` (`n < 8`, even) as the low bytes of a `u64`: exactly those bytes
+/// are read.
+#[inline(always)]
+unsafe fn read_first_u64(p: *const u8, n: usize) -> u64 {
+    let mut v = 0;
+    if n & 4 != 0 {
+        v = u64::from((p as *const u32).read_unaligned());
+    }
+    if n & 2 != 0 {
+        v |= u64::from((p.add(n & 4) as *const u16).read_unaligned()) << (8 * (n & 4));
+    }
+    v
+}
+
+/// The `n` bytes at `p` (`n <= 32`, even) in the low bytes of a register, zeros above:
+/// exactly those bytes are read (AVX2 has no 16-bit masked load).
+#[inline(always)]
+unsafe fn load_first(p: *const u8, n: usize) -> __m256i {
+    if n == 32 {
+        return _mm256_loadu_si256(p as *const __m256i);
+    }
+    let half = |p: *const u8, n: usize| {
+        let (lo, hi) = if n >= 8 {
+            (
+                (p as *const u64).read_unaligned(),
+                read_first_u64(p.add(8), n - 8),
+            )
+        } else {
+            (read_first_u64(p, n), 0)
+        };
+        _mm_set_epi64x(hi as i64, lo as i64)
+    };
+    if n >= 16 {
+        _mm256_set_m128i(
+            half(p.add(16), n - 16),
+            _mm_loadu_si128(p as *const __m128i),
+        )
+    } else {
+        _mm256_set_m128i(_mm_setzero_si128(), half(p, n))
+    }
+}
+
+/// Stores the low `n` bytes of `v` at `p` (`n <= 32`, even) by 128-, 64-, 32- and 16-bit
+/// stores: nothing past them is written (a masked store is microcoded on some AVX2 cores).
+#[inline(always)]
+unsafe fn store_first(p: *mut u8, v: __m256i, n: usize) {
+    if n == 32 {
+        _mm256_storeu_si256(p as *mut __m256i, v);
+        return;
+    }
+    let (mut p, mut n, mut x) = (p, n, _mm256_castsi256_si128(v));
+    if n >= 16 {
+        _mm_storeu_si128(p as *mut __m128i, x);
+        x = _mm256_extracti128_si256::<1>(v);
+        p = p.add(16);
+        n -= 16;
+    }
+    if n >= 8 {
+        _mm_storel_epi64(p as *mut __m128i, x);
+        x = _mm_srli_si128::<8>(x);
+        p = p.add(8);
+        n -= 8;
+    }
+    let mut q = _mm_cvtsi128_si64(x) as u64;
+    if n & 4 != 0 {
+        (p as *mut u32).write_unaligned(q as u32);
+        q >>= 32;
+        p = p.add(4);
+    }
+    if n & 2 != 0 {
+        (p as *mut u16).write_unaligned(q as u16);
+    }
+}
+
+/// 2-byte units edge, up to 16×16: the first `ri` units of the first `rj` rows, read and
+/// written by exact-width partial moves that touch nothing outside that corner.
+#[target_feature(enable = "avx2")]
+#[allow(clippy::too_many_arguments)] // the micro-kernel's operands plus the edge extents
+pub(crate) unsafe fn e_h16<const M: u8>(
+    a: *const u8,
+    lda: isize,
+    b: *mut u8,
+    ldb: isize,
+    _al: f64,
+    _be: f64,
+    ri: usize,
+    rj: usize,
+) {
+    debug_assert_eq!(M, COPY);
+    debug_assert!(ri <= 16 && rj <= 16);
+    let mut r = [_mm256_setzero_si256(); 16];
+    for (k, row) in r.iter_mut().enumerate().take(rj) {
+        *row = load_first(a.offset(k as isize * lda), 2 * ri);
+    }
+    for (i, v) in tr16h(r).into_iter().enumerate().take(ri) {
+        store_first(b.offset(i as isize * ldb), v, 2 * rj);
+    }
 }
 
 /// Defines `$row`: `n` micro-tiles of `$micro` side by side along the tile's B rows (the

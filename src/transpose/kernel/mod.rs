@@ -266,8 +266,14 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
             (Isa::Avx512, DType::F64) => pick!(avx512::t_f64, e_f64, s_f64),
             (Isa::Avx512, DType::C32) => pick!(avx512::t_c32, e_c32, s_c32),
             (Isa::Avx512, DType::C64) => pick!(avx512::t_c64, e_c64, s_c64),
-            // 2-byte elements: copies on AVX-512 with BW (16-bit masked edges); scaled ones
-            // (computed in f32) and other levels take the scalar tile.
+            // 2-byte elements: copies on AVX2 and on AVX-512 with BW (16-bit masked edges);
+            // scaled ones (computed in f32) take the scalar tile.
+            (Isa::Avx2, DType::F16 | DType::BF16) if sc.mode == COPY => (
+                avx2::t_h16::<COPY, false> as MicroFn,
+                Some(avx2::t_h16::<COPY, true> as MicroFn),
+                avx2::e_h16::<COPY> as EdgeFn,
+                None,
+            ),
             (Isa::Avx512, DType::F16 | DType::BF16) if sc.mode == COPY && avx512bw() => (
                 avx512::t_h16::<COPY, false> as MicroFn,
                 Some(avx512::t_h16::<COPY, true> as MicroFn),
@@ -296,6 +302,10 @@ pub(crate) fn micro<T: Element>(isa: Isa, sc: &Scalars<T>) -> Option<Micro> {
             (Isa::Avx2, DType::F64) => rows!(avx2::r_f64),
             (Isa::Avx2, DType::C32) => rows!(avx2::r_c32),
             (Isa::Avx2, DType::C64) => rows!(avx2::r_c64),
+            (Isa::Avx2, DType::F16 | DType::BF16) => Some((
+                avx2::r_h16::<COPY, false> as RowFn,
+                Some(avx2::r_h16::<COPY, true> as RowFn),
+            )),
             _ => None,
         };
         // 2-byte micro-tiles store 32-byte rows
@@ -492,15 +502,41 @@ pub(crate) unsafe fn tile_simd<T: Element>(
             // kind is the one the loop below would pick for each.
             unsafe { rf(pa_row, lda, pb_row, ldb, al, be, fj / w) };
         }
-        for j0 in (0..fj).step_by(w).filter(|_| row.is_none()) {
+        // Streamed micro-tiles of 2-byte units write half a line of each of their 16 rows:
+        // two at a time through the row kernel, which writes each line whole (`avx2::r_h16`).
+        let pairs = match (nt, m.row) {
+            (Some(_), Some((_, Some(rg))))
+                if row.is_none() && w * es_u == 32 && pb_row as usize & mask == 0 =>
+            {
+                Some(rg)
+            }
+            _ => None,
+        };
+        let step = if pairs.is_some() { 2 * w } else { w };
+        for j0 in (0..fj).step_by(step).filter(|_| row.is_none()) {
+            let n = if pairs.is_some() && j0 + 2 * w <= fj {
+                2
+            } else {
+                1
+            };
             if let Some(nr) = next_row {
-                prefetch_rows(nr.wrapping_offset(j0 as isize * lda), lda, w);
+                for k in 0..n {
+                    prefetch_rows(nr.wrapping_offset((j0 + k * w) as isize * lda), lda, w);
+                }
             }
             // SAFETY: the micro-tile at (i0, j0) lies inside the tile.
             let (pa, pb) = unsafe { (pa_row.offset(j0 as isize * lda), pb_row.add(j0 * es_u)) };
-            let f = if pb as usize & mask == 0 { g } else { m.f };
-            // SAFETY: as above.
-            unsafe { f(pa, lda, pb, ldb, al, be) };
+            match pairs {
+                // SAFETY: the `n` micro-tiles from (i0, j0) lie inside the tile; every one
+                // is aligned (2-byte micro-tile rows are whole alignment units), as the
+                // streamed kernel requires.
+                Some(rg) => unsafe { rg(pa, lda, pb, ldb, al, be, n) },
+                None => {
+                    let f = if pb as usize & mask == 0 { g } else { m.f };
+                    // SAFETY: as above.
+                    unsafe { f(pa, lda, pb, ldb, al, be) };
+                }
+            }
         }
         // The right edge of this row of micro-tiles.
         if fj < t.nj && !seams {
@@ -1097,9 +1133,10 @@ mod tests {
             }
         }
         // Every SIMD level of this CPU was exercised, for every scalar mode (2-byte elements:
-        // copies on AVX-512 with BW).
+        // copies on AVX2 and on AVX-512 with BW).
         let expected = if T::DTYPE.is_half() {
-            usize::from(Isa::Avx512.is_available() && avx512bw())
+            usize::from(Isa::Avx2.is_available())
+                + usize::from(Isa::Avx512.is_available() && avx512bw())
         } else {
             4 * (Isa::available().len() - 1)
         };
@@ -1125,7 +1162,8 @@ mod tests {
     /// Edges as overlapping whole micro-tiles only where B is not read (a copy or a scaled
     /// copy writes the same values again; `beta != 0` would add twice) and only on AVX2;
     /// tiles of 15x15 and 5x7 (the shapes of odd extents) against the scalar tile, with the
-    /// elements around the tile checked by `check`.
+    /// elements around the tile checked by `check` (for 2-byte units, every partial width
+    /// of the AVX2 edge kernel's loads and stores).
     #[test]
     fn edges_overlap_only_where_b_is_not_read() {
         for isa in Isa::available() {
@@ -1137,10 +1175,12 @@ mod tests {
                 assert_eq!(m.overlap, isa == Isa::Avx2 && !reads, "{isa:?} beta {be}");
             }
         }
-        for shape in [(15, 15), (5, 7), (7, 5), (4, 9)] {
+        for shape in [(15, 15), (5, 7), (7, 5), (4, 9), (14, 10), (30, 19)] {
             check::<f64>(shape, false, 0);
             check::<f32>(shape, false, 0);
             check::<Complex32>(shape, false, 0);
+            check::<crate::tensor::f16>(shape, false, 0);
+            check::<crate::tensor::bf16>(shape, false, 0);
         }
     }
 

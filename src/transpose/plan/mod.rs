@@ -1022,6 +1022,38 @@ mod tests {
     /// right for each dtype, level, store kind, scalars and thread count, with the streamed
     /// micro-kernel into a line-aligned B and the ordinary one past it, and the path is
     /// taken.
+    /// Tiles of 2-byte units on AVX2 prefetch the next unit's A rows even where the far-row
+    /// exception would leave them to the hardware (ttc-47's 112x32 tiles: one f32 micro-tile
+    /// reads 8 rows, one of 2-byte units 16); 4-byte units follow the host rule.
+    #[test]
+    fn two_byte_tiles_on_avx2_prefetch_far_rows() {
+        if !Isa::Avx2.is_available() {
+            eprintln!("two_byte_tiles_on_avx2_prefetch_far_rows: SKIPPED (no AVX2 here)");
+            return;
+        }
+        let dims = [15, 15, 32, 15, 5, 112];
+        let perm = [1, 4, 0, 5, 3, 2];
+        let la = Layout::row_major(&dims).unwrap();
+        let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+        let lb = Layout::row_major(&bd).unwrap();
+        let opts = TransposeOptions {
+            threads: Some(1),
+            isa: Some(Isa::Avx2),
+            ..Default::default()
+        };
+        let f32_plan = TransposePlan::new(&perm, &la, &lb, DType::F32, &opts).unwrap();
+        assert!(f32_plan.far_rows_continue(), "{}", f32_plan.describe());
+        for dtype in [DType::F16, DType::BF16] {
+            let p = TransposePlan::new(&perm, &la, &lb, dtype, &opts).unwrap();
+            assert!(
+                matches!(p.kernel(), KernelKind::Tile { simd: true, .. }),
+                "{}",
+                p.describe()
+            );
+            assert!(p.prefetches() && !p.far_rows_continue(), "{}", p.describe());
+        }
+    }
+
     #[test]
     fn whole_micro_tile_units() {
         fn cases<T: Element>() {

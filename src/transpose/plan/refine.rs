@@ -350,7 +350,7 @@ impl TransposePlan {
     /// each other in A) the prefetch keeps more reads in flight. The exception is a host
     /// rule ([`far_row_prefetch`], measured by `ttgt calibrate`; with the prefetch
     /// [`PREFETCH_AHEAD_BYTES`] ahead, some machines run those tiles faster prefetched too;
-    /// see `docs/TUNING.md`).
+    /// see `docs/TUNING.md`), and tiles of 2-byte units on AVX2, which always prefetch.
     ///
     /// ```
     /// use ttgt::{Layout, DType, transpose::{KernelKind, TransposePlan, TransposeOptions}};
@@ -377,7 +377,15 @@ impl TransposePlan {
         if let Some(forced) = self.prefetch {
             return forced;
         }
-        self.far_prefetch || !self.continues_far_rows(loops)
+        self.far_prefetch || self.many_row_streams() || !self.continues_far_rows(loops)
+    }
+
+    /// Whether the tile's micro-tiles read more A rows at once than the hardware prefetchers
+    /// follow, so that far rows are prefetched whatever the host rule says: 2-byte units on
+    /// AVX2 (16 rows a micro-tile, 32 for a streamed pair; docs/TUNING.md, "Half-precision
+    /// tiles on AVX2").
+    fn many_row_streams(&self) -> bool {
+        self.isa == Isa::Avx2 && self.dtype.size_bytes() == 2
     }
 
     /// Whether, under `loops`, the innermost repeating loop continues the tile's A rows (steps
@@ -401,6 +409,7 @@ impl TransposePlan {
     /// plans that `ttgt calibrate`'s probe of that rule compares.
     pub(crate) fn far_rows_continue(&self) -> bool {
         matches!(self.kernel, KernelKind::Tile { simd: true, .. })
+            && !self.many_row_streams()
             && self.continues_far_rows(self.nest(self.streams(true)).0)
     }
 

@@ -446,16 +446,20 @@ impl TransposePlan {
         // Outer loops: largest key outermost.
         outer.sort_by(|&x, &y| keys[y].total_cmp(&keys[x]).then(x.cmp(&y)));
         // Short rows: fold the innermost outer loop into each unit to amortize the loop
-        // overhead over several rows. When the rows can be streamed, B's order stops
-        // mattering (whole aligned lines, written without being read): order by A stride
-        // instead, so that the batch and the loops around it read A sequentially.
+        // overhead over several rows. When the rows can be streamed and are whole lines, B's
+        // order stops mattering (whole aligned lines, written without being read): order by
+        // A stride instead, so that the batch and the loops around it read A sequentially.
+        // Streamed rows shorter than a line (32 bytes: a whole AVX2 store block) keep B's
+        // order, so that the line a row leaves open is the next row's to finish; longer rows
+        // finish most of their lines themselves (docs/TUNING.md, "Streamed rows shorter than
+        // a line").
         // Long rows (8 KiB and more) are folded too where the streamed batch copy reads them
         // in groups ([`kernel::groups_rows`]); batched without groups they ran slower than
         // one per unit (`docs/TUNING.md`, `ROW_GROUPS`).
         self.row_batch = None;
         if let KernelKind::Rows { n } = self.kernel {
             let es = self.dtype.size_bytes();
-            if self.streams_rows() {
+            if self.streams_rows() && n * es >= kernel::LINE {
                 outer.sort_by_key(|&k| (std::cmp::Reverse(dims[k].sa.unsigned_abs()), k));
             }
             let grouped = |k: usize| {
@@ -1022,6 +1026,48 @@ mod tests {
     /// right for each dtype, level, store kind, scalars and thread count, with the streamed
     /// micro-kernel into a line-aligned B and the ordinary one past it, and the path is
     /// taken.
+    /// Streamed row copies batch rows that follow one another in A, except rows shorter than
+    /// a line, whose batch follows B so that each line a row leaves open is finished by the
+    /// next row (ttc-45 in f16: rows of 16, 32 bytes; ttc-13 in f16: rows of 80, 160 bytes).
+    #[test]
+    fn streamed_rows_shorter_than_a_line_batch_along_b() {
+        for isa in Isa::available().into_iter().filter(|&i| i != Isa::Scalar) {
+            let opts = TransposeOptions {
+                threads: Some(1),
+                isa: Some(isa),
+                streaming: Some(true),
+                ..Default::default()
+            };
+            let plan = |dims: &[usize], perm: &[usize]| {
+                let la = Layout::row_major(dims).unwrap();
+                let bd: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+                let lb = Layout::row_major(&bd).unwrap();
+                TransposePlan::new(perm, &la, &lb, DType::F16, &opts).unwrap()
+            };
+            let short = plan(&[15, 15, 103, 15, 10, 16], &[4, 1, 0, 3, 2, 5]);
+            assert!(
+                matches!(short.kernel, KernelKind::Rows { n: 16 }),
+                "{}",
+                short.describe()
+            );
+            let batch = short.row_batch.expect("a batch of rows");
+            assert_eq!(
+                (batch.n, batch.sb),
+                (103, 16),
+                "{isa:?} {}",
+                short.describe()
+            );
+            let long = plan(&[96, 75, 96, 80], &[2, 1, 0, 3]);
+            assert!(
+                matches!(long.kernel, KernelKind::Rows { n: 80 }),
+                "{}",
+                long.describe()
+            );
+            let batch = long.row_batch.expect("a batch of rows");
+            assert_eq!((batch.n, batch.sa), (96, 80), "{isa:?} {}", long.describe());
+        }
+    }
+
     /// Tiles of 2-byte units on AVX2 prefetch the next unit's A rows even where the far-row
     /// exception would leave them to the hardware (ttc-47's 112x32 tiles: one f32 micro-tile
     /// reads 8 rows, one of 2-byte units 16); 4-byte units follow the host rule.

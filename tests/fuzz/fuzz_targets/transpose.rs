@@ -3,7 +3,7 @@
 //! short extents, strided sources (steps, reversed axes, permuted storage), destinations
 //! placed at any element offset inside a guarded buffer, every kernel level this CPU has,
 //! forced streaming, staging, regrouping, prefetch and block sizes, 1 or 2 threads, alpha
-//! and beta; then `permute_in_place` and `transpose_batch_in_place` with every method. Results
+//! and beta, every element type (f16 and bf16 included); then `permute_in_place` and `transpose_batch_in_place` with every method. Results
 //! match the element loops and no element outside the destination changes.
 #![no_main]
 
@@ -191,6 +191,19 @@ fuzz_target!(|data: &[u8]| {
             |i| num_complex::Complex32::new(((i * 7) % 19) as f32 - 9.0, (i % 5) as f32),
             |x| num_complex::Complex32::new(scalars[x % 4] as f32, 0.0),
         ),
-        _ => in_place(&mut b),
+        // 2-byte units, and the in-place movers (a second byte picks one)
+        _ => match b.next() % 3 {
+            0 => in_place(&mut b),
+            1 => run::<ttgt::tensor::f16>(
+                &mut b,
+                |i| Element::from_f64(((i * 7) % 19) as f64 - 9.0),
+                |x| Element::from_f64(scalars[x % 4]),
+            ),
+            _ => run::<ttgt::tensor::bf16>(
+                &mut b,
+                |i| Element::from_f64(((i * 7) % 19) as f64 - 9.0),
+                |x| Element::from_f64(scalars[x % 4]),
+            ),
+        },
     }
 });

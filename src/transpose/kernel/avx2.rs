@@ -191,32 +191,16 @@ pub(crate) unsafe fn t_c64<const M: u8, const NT: bool>(
     );
 }
 
-/// 16×16 transpose of 2-byte units, one row per register: interleaves of 16-, 32- and
-/// 64-bit units within 128-bit lanes, then the lanes of rows `k` and `k + 8` exchanged.
+/// 16×16 transpose of 2-byte units, one row per register: each half of the rows by
+/// [`tr8x16h`], then the lanes of the two halves' registers exchanged.
 #[inline(always)]
 unsafe fn tr16h(r: [__m256i; 16]) -> [__m256i; 16] {
-    let mut a = r;
-    for k in (0..16).step_by(2) {
-        a[k] = _mm256_unpacklo_epi16(r[k], r[k + 1]);
-        a[k + 1] = _mm256_unpackhi_epi16(r[k], r[k + 1]);
-    }
-    let mut b = a;
-    for k in [0, 1, 4, 5, 8, 9, 12, 13] {
-        b[k] = _mm256_unpacklo_epi32(a[k], a[k + 2]);
-        b[k + 2] = _mm256_unpackhi_epi32(a[k], a[k + 2]);
-    }
-    let mut c = b;
-    for k in [0, 1, 2, 3, 8, 9, 10, 11] {
-        c[k] = _mm256_unpacklo_epi64(b[k], b[k + 4]);
-        c[k + 4] = _mm256_unpackhi_epi64(b[k], b[k + 4]);
-    }
-    // `c[k]` (k < 8) holds rows 0-7 of columns `COL[k]` (low lane) and `COL[k] + 8` (high
-    // lane); `c[k + 8]` the same columns of rows 8-15.
-    const COL: [usize; 8] = [0, 4, 2, 6, 1, 5, 3, 7];
-    let mut out = c;
-    for (k, &col) in COL.iter().enumerate() {
-        out[col] = _mm256_permute2x128_si256::<0x20>(c[k], c[k + 8]);
-        out[col + 8] = _mm256_permute2x128_si256::<0x31>(c[k], c[k + 8]);
+    let lo = tr8x16h([r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]]);
+    let hi = tr8x16h([r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]]);
+    let mut out = r;
+    for (k, &col) in COL8.iter().enumerate() {
+        out[col] = _mm256_permute2x128_si256::<0x20>(lo[k], hi[k]);
+        out[col + 8] = _mm256_permute2x128_si256::<0x31>(lo[k], hi[k]);
     }
     out
 }

@@ -506,7 +506,7 @@ pub(crate) unsafe fn tile_simd<T: Element>(
         // two at a time through the row kernel, which writes each line whole (`avx2::r_h16`).
         let pairs = match (nt, m.row) {
             (Some(_), Some((_, Some(rg))))
-                if row.is_none() && es_u == 2 && w * es_u == 32 && pb_row as usize & mask == 0 =>
+                if row.is_none() && es_u == 2 && pb_row as usize & mask == 0 =>
             {
                 Some(rg)
             }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI: every fuzz target of tests/fuzz (cargo-fuzz: libFuzzer with AddressSanitizer, nightly)
-# for TTGT_FUZZ_SECONDS seconds each (default 20), starting from the committed corpora (new
-# inputs go to a temporary directory, the repository is not written). Targets: spec (parser
+# for TTGT_FUZZ_SECONDS seconds each (default 20; two targets at a time, one core each),
+# starting from the committed corpora (new inputs go to a temporary directory, the
+# repository is not written). Targets: spec (parser
 # and binder), einsum (results against the reference), npy (the CLI's reader), plan (the
 # contraction planner and executor against the reference, every candidate), transpose (the
 # transposition engine's kernels and the in-place movers, with guards around B). A crash, a
@@ -22,17 +23,32 @@ cargo +nightly fuzz build -O --fuzz-dir tests/fuzz
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 status=0
-for t in spec einsum npy plan transpose; do
+# One target: its verdict in $work/$t.verdict (libFuzzer runs on one core; two run at once).
+fuzz_one() {
+  local t="$1"
   mkdir -p "$work/$t"
   if cargo +nightly fuzz run -O --fuzz-dir tests/fuzz "$t" "$work/$t" "tests/fuzz/corpus/$t" -- \
     -max_total_time="$seconds" -print_final_stats=1 >"$work/$t.log" 2>&1; then
     runs="$(awk '/stat::number_of_executed_units/ { print $2 }' "$work/$t.log")"
     echo "fuzz $t: ${runs:-0} inputs in ${seconds} s, no failure"
-    [ "${runs:-0}" -ge 100 ] || { echo "fuzz $t: ran fewer than 100 inputs" >&2; status=1; }
+    if [ "${runs:-0}" -lt 100 ]; then
+      echo "fuzz $t: ran fewer than 100 inputs" >&2
+      return 1
+    fi
   else
     echo "fuzz $t: FAILED" >&2
     tail -n 60 "$work/$t.log" >&2
-    status=1
+    return 1
   fi
+}
+set -- spec einsum npy plan transpose
+while [ "$#" -gt 0 ]; do
+  fuzz_one "$1" &
+  first=$!
+  if [ "$#" -gt 1 ]; then
+    fuzz_one "$2" || status=1
+  fi
+  wait "$first" || status=1
+  shift $(($# > 1 ? 2 : 1))
 done
 exit "$status"

@@ -23,21 +23,21 @@ fi
 py="$PWD/$venv/bin/python"
 "$py" -m pip install --quiet --upgrade pip
 "$py" -m pip install --quiet numpy pytest opt_einsum pyscf mypy ml_dtypes "dask[array,distributed]"
-echo "== building and installing the Python package (maturin, release)"
+echo "== [${SECONDS} s] building and installing the Python package (maturin, release)"
 "$py" -m pip install --quiet .
 
 logs="$(mktemp -d)"
 trap 'rm -rf "$logs"' EXIT
 
-echo "== cargo test"
+echo "== [${SECONDS} s] cargo test"
 PATH="$PWD/$venv/bin:$PATH" TTGT_REQUIRE_NUMPY=1 cargo test 2>&1 | tee "$logs/cargo.log"
 # Every test binary ran, with at least its known number of tests (.ci/test_counts).
 bash .ci/expect_tests.sh cargo "$logs/cargo.log"
 
-echo "== mypy src/python/ttgt, the GPU peer harness"
+echo "== [${SECONDS} s] mypy src/python/ttgt, the GPU peer harness"
 "$py" -m mypy --ignore-missing-imports src/python/ttgt benches/gpu_peers.py benches/python/gpu_compare.py benches/python/dask_einsum.py
 
-echo "== pytest tests/python"
+echo "== [${SECONDS} s] pytest tests/python"
 (cd tests/python && TTGT_REQUIRE_PEERS=1 "$py" -m pytest -q -p no:cacheprovider .) \
   | tee "$logs/pytest.log"
 bash .ci/expect_tests.sh pytest "$logs/pytest.log"

@@ -477,9 +477,10 @@ fn probe_concurrency_typed<T: Element>(
     library: GemmLibrary,
     threads: usize,
     round_seconds: f64,
+    max_flops: f64,
     measured: &mut Vec<ConcurrentGemm>,
 ) -> Result<()> {
-    let shapes = concurrency_shapes();
+    let shapes = concurrency_shapes(max_flops);
     let mut buf = ProbeBuffers::<T>::new(&shapes, threads)?;
     // complex loops are rarer; their calls are priced from operands in memory
     let sources: &[OperandSource] = if T::DTYPE.is_complex() {
@@ -529,15 +530,18 @@ fn probe_concurrency_typed<T: Element>(
 }
 
 /// The shapes of the concurrent-call probe: the small and skinny calls that parallel loops
-/// of a contraction make (every m and n in 24..2048, k in 24..2048, by factors of about 4).
-/// The deep calls (k = 2048) stand for loops of a few calls with a large operand, which the
-/// shallower probes price too low (see `docs/TUNING.md`).
-fn concurrency_shapes() -> Vec<(usize, usize, usize)> {
+/// of a contraction make (every m and n in 24..2048, k in 24..2048, by factors of about 4),
+/// those of at most `max_flops` (2·m·n·k; the smallest shape always). The deep calls
+/// (k = 2048) stand for loops of a few calls with a large operand, which the shallower
+/// probes price too low (see `docs/TUNING.md`).
+fn concurrency_shapes(max_flops: f64) -> Vec<(usize, usize, usize)> {
     let mut v = Vec::new();
     for m in [24, 96, 384, 2048] {
         for n in [24, 96, 384, 2048] {
             for k in [24, 96, 384, 2048] {
-                v.push((m, n, k));
+                if v.is_empty() || 2.0 * (m * n * k) as f64 <= max_flops {
+                    v.push((m, n, k));
+                }
             }
         }
     }
@@ -548,36 +552,38 @@ fn concurrency_shapes() -> Vec<(usize, usize, usize)> {
 /// once (a contraction's parallel loop of calls) than the one-thread model prices them, for
 /// the `gemm` crate (the library parallel loops use), every element type and every operand
 /// layout class (each against that class's one-thread fit), and stores the factor of each
-/// of the [`concurrency_shapes`] and their geometric mean in `profile.gemm_concurrent`: with
+/// of the [`concurrency_shapes`] of at most `max_flops` (2·m·n·k, for every element type; all
+/// 64 from 2·2048³ ≈ 1.72e10) and their geometric mean in `profile.gemm_concurrent`: with
 /// A's blocks read from memory and, for `f32` and `f64`, also from the last-level cache,
 /// with C written to memory or into blocks that stay in cache ([`OperandSource`]). Needs the
 /// one-thread GEMM coefficients ([`calibrate_gemm`] at 1 thread) first. Each shape runs
 /// about `round_seconds` of calls per thread in each of four rounds (the CLI's default,
 /// [`CONCURRENCY_ROUND_SECONDS`], is long enough that waking the threads does not count);
-/// about 2 min on 2 cores at that default.
+/// about 2 min on 2 cores at that default with every shape.
 ///
 /// ```no_run
 /// use ttgt::backend::cpu::{calibrate_gemm, calibrate_gemm_concurrency, CONCURRENCY_ROUND_SECONDS};
 /// let mut p = ttgt::model::profile();
 /// calibrate_gemm(&mut p, 1, 2e8).unwrap();
-/// calibrate_gemm_concurrency(&mut p, 2, CONCURRENCY_ROUND_SECONDS).unwrap();
+/// calibrate_gemm_concurrency(&mut p, 2, CONCURRENCY_ROUND_SECONDS, 2e10).unwrap();
 /// assert!(p.gemm_concurrent.iter().all(|c| c.factor > 0.0));
 /// ```
 pub fn calibrate_gemm_concurrency(
     profile: &mut Profile,
     threads: usize,
     round_seconds: f64,
+    max_flops: f64,
 ) -> Result<()> {
     if threads < 2 {
         return Ok(());
     }
     let library = GemmLibrary::Gemm;
     let mut measured = Vec::new();
-    let (p, rs, m) = (&*profile, round_seconds, &mut measured);
-    probe_concurrency_typed::<f32>(p, library, threads, rs, m)?;
-    probe_concurrency_typed::<f64>(p, library, threads, rs, m)?;
-    probe_concurrency_typed::<Complex32>(p, library, threads, rs, m)?;
-    probe_concurrency_typed::<Complex64>(p, library, threads, rs, m)?;
+    let (p, rs, mf, m) = (&*profile, round_seconds, max_flops, &mut measured);
+    probe_concurrency_typed::<f32>(p, library, threads, rs, mf, m)?;
+    probe_concurrency_typed::<f64>(p, library, threads, rs, mf, m)?;
+    probe_concurrency_typed::<Complex32>(p, library, threads, rs, mf, m)?;
+    probe_concurrency_typed::<Complex64>(p, library, threads, rs, mf, m)?;
     profile
         .gemm_concurrent
         .retain(|c| !(c.library == library && c.threads == threads));
@@ -624,6 +630,7 @@ pub fn calibrate_machine(
     round_seconds: f64,
 ) -> Result<(Profile, Vec<(usize, f64)>)> {
     let threads = threads.max(1);
+    let max_flops = max_flops.max(1e6);
     let stored = crate::model::profile();
     let mut spreads = Vec::new();
     let mut p = match parts {
@@ -636,7 +643,6 @@ pub fn calibrate_machine(
         }
     };
     if matches!(parts, CalibrateParts::All | CalibrateParts::GemmOnly) {
-        let max_flops = max_flops.max(1e6);
         spreads.push((threads, calibrate_gemm(&mut p, threads, max_flops)?));
         if threads > 1 {
             // parallel loops run single-threaded GEMMs, several at once
@@ -647,7 +653,7 @@ pub fn calibrate_machine(
         parts,
         CalibrateParts::All | CalibrateParts::GemmOnly | CalibrateParts::GemmConcurrencyOnly
     ) {
-        calibrate_gemm_concurrency(&mut p, threads, round_seconds)?;
+        calibrate_gemm_concurrency(&mut p, threads, round_seconds, max_flops)?;
     }
     Ok((p, spreads))
 }

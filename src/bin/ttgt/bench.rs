@@ -490,8 +490,9 @@ pub struct CalibrateArgs {
     /// Threads for the transposition factors (default: all cores).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
-    /// Largest GEMM of the GEMM-model calibration, in MFLOP (real types; a quarter for
-    /// complex ones).
+    /// Largest GEMM timed, in MFLOP: the GEMM model's training calls (real types; a quarter
+    /// for complex ones) and the concurrent-call probe's shapes (2·m·n·k, every type; all of
+    /// them from 17180).
     #[arg(long, value_name = "MFLOP", default_value_t = 20000.0)]
     pub gemm_mflop: f64,
     /// Skip the GEMM-model calibration (keep nominal GEMM rates).

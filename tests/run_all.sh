@@ -2,7 +2,7 @@
 # Every test: the Rust suite (unit, property, error-table, CLI, numpy comparison) and the
 # Python package's (pytest: numpy, opt_einsum and PySCF comparisons). Sets up what it needs:
 # a virtual environment (TTGT_VENV, default .venv) with numpy, pytest, opt_einsum, PySCF, Dask, ml_dtypes and mypy,
-# and the package built from this checkout. Takes about 12 minutes on 2 cores from scratch.
+# and the package built from this checkout. Takes about 9 minutes on 2 cores from scratch.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

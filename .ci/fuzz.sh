@@ -2,13 +2,12 @@
 # CI: every fuzz target of tests/fuzz (cargo-fuzz: libFuzzer with AddressSanitizer, nightly)
 # for TTGT_FUZZ_SECONDS seconds each (default 20; two targets at a time, one core each),
 # starting from the committed corpora (new inputs go to a temporary directory, the
-# repository is not written). Targets: spec (parser
-# and binder), einsum (results against the reference), npy (the CLI's reader), plan (the
-# contraction planner and executor against the reference, every candidate), transpose (the
-# transposition engine's kernels and the in-place movers, with guards around B). A crash, a
-# leak, an out-of-memory or a target that runs fewer than 100 inputs fails the run; its input
-# is left in tests/fuzz/artifacts. Fails when nightly or cargo-fuzz cannot be had, unless
-# TTGT_FUZZ_OPTIONAL=1 (a recorded skip).
+# repository is not written). Targets: spec (parser and binder), einsum (results against the
+# reference), npy (the CLI's reader), plan (the contraction planner and executor against the
+# reference, every candidate), transpose (the transposition engine's kernels and the
+# in-place movers, with guards around B). A crash, a leak, an out-of-memory or a target that
+# runs fewer than 100 inputs fails the run; its input is left in tests/fuzz/artifacts. Fails
+# when nightly or cargo-fuzz cannot be had, unless TTGT_FUZZ_OPTIONAL=1 (a recorded skip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -26,7 +25,7 @@ cargo +nightly fuzz build -O --fuzz-dir tests/fuzz
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 status=0
-# One target: its verdict in $work/$t.verdict (libFuzzer runs on one core; two run at once).
+# Runs target $1 and prints its count of inputs; fails as the header says.
 fuzz_one() {
   local t="$1"
   mkdir -p "$work/$t"

@@ -14,8 +14,10 @@
 
 use rayon::prelude::*;
 
+#[cfg(target_arch = "x86_64")]
+use super::gemv_x86;
 use super::{Mat, MatMut};
-use crate::tensor::Element;
+use crate::tensor::{DType, Element};
 use crate::transpose::{on_threads, wakes_threads, Isa};
 
 /// Accumulator bytes of one block of rows in the column-contiguous form (they stay in L2 while
@@ -76,6 +78,46 @@ fn dot<T: Element>(a: &[T], x: &[T]) -> T {
         s += v;
     }
     s
+}
+
+/// `out[i] = dot(row i, x)` for rows `rs` apart: four rows at a time through the AVX2 + FMA
+/// kernels where `simd` says the CPU has them and the type is `f32` or `f64`, one row at a
+/// time otherwise.
+///
+/// # Safety
+/// Rows `i < out.len()` of `x.len()` contiguous elements each start at `m + i * rs`; with
+/// `simd`, the CPU has AVX2 and FMA.
+#[inline(always)]
+unsafe fn dot_rows<T: Element>(simd: bool, m: *const T, rs: isize, x: &[T], out: &mut [T]) {
+    let k = x.len();
+    let row = |i: usize| m.offset(i as isize * rs);
+    let mut i = 0;
+    #[cfg(target_arch = "x86_64")]
+    if simd && matches!(T::DTYPE, DType::F32 | DType::F64) {
+        let mut quads = out.chunks_exact_mut(4);
+        for o in quads.by_ref() {
+            let rows = [row(i), row(i + 1), row(i + 2), row(i + 3)];
+            // SAFETY: T is the kernel's type (checked by DTYPE above), so the casts keep
+            // pointers to valid elements; the caller vouches for the rows and the CPU.
+            match T::DTYPE {
+                DType::F64 => {
+                    let s = gemv_x86::dot4_f64(rows.map(|r| r.cast()), x.as_ptr().cast(), k);
+                    o.as_mut_ptr().cast::<[f64; 4]>().write_unaligned(s);
+                }
+                _ => {
+                    let s = gemv_x86::dot4_f32(rows.map(|r| r.cast()), x.as_ptr().cast(), k);
+                    o.as_mut_ptr().cast::<[f32; 4]>().write_unaligned(s);
+                }
+            }
+            i += 4;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = simd;
+    for o in &mut out[i..] {
+        *o = dot(std::slice::from_raw_parts(row(i), k), x);
+        i += 1;
+    }
 }
 
 /// `sum over l < k of a[l * as_] * x[l * xs]` with four independent accumulators.
@@ -144,6 +186,8 @@ struct Block<T> {
     rs: isize,
     cs: isize,
     rows_contiguous: bool,
+    /// The AVX2 + FMA row kernels may run (see [`simd_rows`]).
+    simd: bool,
 }
 
 impl<T: Element> Block<T> {
@@ -154,12 +198,9 @@ impl<T: Element> Block<T> {
     /// `cs == 1` (rows contiguous) or `rs == 1` (columns contiguous).
     #[inline(always)]
     unsafe fn run(&self, x: &[T], out: &mut [T]) {
-        let (rows, k) = (out.len(), x.len());
+        let rows = out.len();
         if self.rows_contiguous {
-            for (i, o) in out.iter_mut().enumerate() {
-                let row = std::slice::from_raw_parts(self.m.offset(i as isize * self.rs), k);
-                *o = dot(row, x);
-            }
+            dot_rows(self.simd, self.m, self.rs, x, out);
         } else {
             let col =
                 |l: usize| std::slice::from_raw_parts(self.m.offset(l as isize * self.cs), rows);
@@ -185,6 +226,61 @@ impl<T: Element> Block<T> {
     #[target_feature(enable = "avx512f")]
     unsafe fn run_avx512(&self, x: &[T], out: &mut [T]) {
         self.run(x, out)
+    }
+}
+
+/// Whether the AVX2 + FMA row kernels may run at `isa` on this CPU.
+fn simd_rows(isa: Isa) -> bool {
+    isa != Isa::Scalar && crate::cpu::features().fma
+}
+
+/// Rows of the matrix per call of the row kernel on the calling thread: their dot products
+/// wait in a stack buffer for `alpha` and `beta`, so no heap buffer is needed.
+const ALONE_ROWS: usize = 64;
+
+/// `y[i * ys] = alpha * dot(row i, x) + beta * y[i * ys]` for `r` contiguous rows `rs` apart,
+/// on this thread, with the row kernel compiled for `isa`.
+///
+/// # Safety
+/// Rows `i < r` of `x.len()` elements start at `m + i * rs`; `y + i * ys` is valid and
+/// written by nothing else for `i < r`; the CPU supports `isa`.
+#[allow(clippy::too_many_arguments)] // the matrix, the vectors and the scalars
+unsafe fn rows_alone<T: Element>(
+    isa: Isa,
+    m: *const T,
+    rs: isize,
+    x: &[T],
+    y: *mut T,
+    ys: isize,
+    r: usize,
+    alpha: T,
+    beta: T,
+) {
+    let mut buf = [T::zero(); ALONE_ROWS];
+    for i0 in (0..r).step_by(ALONE_ROWS) {
+        let out = &mut buf[..ALONE_ROWS.min(r - i0)];
+        let block = Block {
+            m: m.offset(i0 as isize * rs),
+            rs,
+            cs: 1,
+            rows_contiguous: true,
+            simd: simd_rows(isa),
+        };
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => block.run_avx512(x, out),
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => block.run_avx2(x, out),
+            _ => block.run(x, out),
+        }
+        for (i, &s) in out.iter().enumerate() {
+            let p = y.offset((i0 + i) as isize * ys);
+            *p = if beta.is_exact_zero() {
+                alpha * s
+            } else {
+                alpha * s + beta * *p
+            };
+        }
     }
 }
 
@@ -221,6 +317,27 @@ pub(crate) unsafe fn try_gemv<T: Element>(
     } else {
         return false;
     };
+    let size = std::mem::size_of::<T>();
+    let rows_contiguous = mat.cs == 1 || k == 1;
+    // A product that stays on this thread: small ones always, and those that would not wake
+    // the pool's other threads for less than PARALLEL_MIN_BYTES.
+    let alone = threads <= 1
+        || r * k <= DIRECT_MAX_ELEMENTS
+        || (r * k * size < PARALLEL_MIN_BYTES && wakes_threads(threads));
+    if alone && rows_contiguous && (xs == 1 || k == 1) {
+        rows_alone(
+            isa,
+            mat.ptr,
+            mat.rs,
+            std::slice::from_raw_parts(x, k),
+            y,
+            ys,
+            r,
+            alpha,
+            beta,
+        );
+        return true;
+    }
     if r * k <= DIRECT_MAX_ELEMENTS {
         // In cache and too short to split: plain loops, no buffers, with independent
         // accumulators (one running sum waits on its adds: 4 cycles an element).
@@ -243,7 +360,6 @@ pub(crate) unsafe fn try_gemv<T: Element>(
         }
         return true;
     }
-    let rows_contiguous = mat.cs == 1 || k == 1;
     if !rows_contiguous && mat.rs != 1 {
         return false;
     }
@@ -255,14 +371,9 @@ pub(crate) unsafe fn try_gemv<T: Element>(
         gathered = (0..k as isize).map(|l| *x.offset(l * xs)).collect();
         &gathered
     };
-    let size = std::mem::size_of::<T>();
     // A small matrix called from outside the pool runs on this thread: waking the workers
     // costs more than streaming it.
-    let threads = if r * k * size < PARALLEL_MIN_BYTES && wakes_threads(threads.max(1)) {
-        1
-    } else {
-        threads.max(1)
-    };
+    let threads = if alone { 1 } else { threads };
     // Row blocks: a multiple of the thread count (balanced), each at most ACC_BYTES of
     // accumulators in the column form.
     let per_thread = if rows_contiguous {
@@ -281,6 +392,7 @@ pub(crate) unsafe fn try_gemv<T: Element>(
             .max(1)
     };
     let kq = k.div_ceil(nq);
+    let simd = simd_rows(isa);
     let mut part = vec![T::zero(); r * nq];
     let sh = Shared {
         m: mat.ptr,
@@ -307,6 +419,7 @@ pub(crate) unsafe fn try_gemv<T: Element>(
                 rs: mat.rs,
                 cs: mat.cs,
                 rows_contiguous,
+                simd,
             };
             match isa {
                 #[cfg(target_arch = "x86_64")]
@@ -450,6 +563,11 @@ mod tests {
                 (4, 1, 40000),
                 (1, 3, 40000),
                 (20000, 1, 7),
+                // the four-row kernels: every step (16, 8, 4 elements) and tail, a row
+                // count that leaves rows after the last four, rows of one element
+                (9, 1, 24),
+                (1, 9, 28),
+                (70, 1, 1),
             ]
         };
         let isas = [Isa::Scalar, Isa::Avx2, Isa::Avx512];

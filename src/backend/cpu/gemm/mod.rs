@@ -8,6 +8,8 @@
 
 mod gemm_crate;
 mod gemv;
+#[cfg(target_arch = "x86_64")]
+mod gemv_x86;
 mod matrixmultiply;
 mod native;
 mod skinny;

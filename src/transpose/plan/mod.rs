@@ -96,6 +96,12 @@ pub const PREFETCH_MAX_UNITS: usize = 64;
 /// (they would not stay in cache anyway, and streaming skips reading them first).
 pub const STREAM_MIN_BYTES: usize = 16 << 20;
 
+/// Shortest batch (bytes) of rows that are not whole store blocks, a page or more apart in
+/// A, streamed by default as one joined range (`kernel::stream_joined_rows`): batches of 15
+/// rows of 15 f64 (1800 bytes) ran 1.1-2.6x faster with ordinary stores, batches of 225
+/// such rows 2.7x slower (`docs/TUNING.md`, "Short joined batches store plainly").
+const JOINED_STREAM_MIN_BYTES: usize = kernel::PAGE;
+
 /// Fewest A-side rows (B rows written per visit) of a strip that takes square macro-tiles
 /// ([`TransposePlan::square_long_strips`]).
 const SQUARE_MIN_ROWS: usize = 256;
@@ -1284,6 +1290,53 @@ mod tests {
             assert!(rows(32), "{isa:?}");
             assert!(rows(365), "{isa:?}");
         }
+    }
+
+    /// Joined batches shorter than a page whose rows lie a page or more apart in A store
+    /// plainly by default (`JOINED_STREAM_MIN_BYTES`), with streaming still available when
+    /// forced; those whose rows are close in A, and long batches, stream.
+    #[test]
+    fn short_joined_batches_of_far_rows_store_plainly() {
+        let isa = Isa::Avx2;
+        if !isa.is_available() || cfg!(miri) {
+            return;
+        }
+        let a = Layout::row_major(&[15; 6]).unwrap();
+        let plan = |perm: &[usize], streaming: Option<bool>| {
+            let dims: Vec<usize> = perm.iter().map(|_| 15).collect();
+            let b = Layout::row_major(&dims).unwrap();
+            let opts = TransposeOptions {
+                isa: Some(isa),
+                threads: Some(1),
+                streaming,
+                ..Default::default()
+            };
+            let p = TransposePlan::new(perm, &a, &b, DType::F64, &opts).unwrap();
+            assert_eq!(p.kernel(), KernelKind::Rows { n: 15 }, "{}", p.describe());
+            p
+        };
+        // batches of 15 rows of 120 bytes, 27 KiB apart in A
+        let far = plan(&[3, 1, 0, 4, 2, 5], None);
+        assert!(
+            far.joined_rows() && !far.stores_stream(),
+            "{}",
+            far.describe()
+        );
+        assert!(plan(&[3, 1, 0, 4, 2, 5], Some(true)).stores_stream());
+        // the same batches with rows 1800 bytes apart in A
+        let near = plan(&[2, 4, 0, 1, 3, 5], None);
+        assert!(
+            near.joined_rows() && near.stores_stream(),
+            "{}",
+            near.describe()
+        );
+        // batches of 225 rows (27 KiB)
+        let long = plan(&[2, 4, 3, 0, 1, 5], None);
+        assert!(
+            long.joined_rows() && long.stores_stream(),
+            "{}",
+            long.describe()
+        );
     }
 
     /// Batches of short rows that are not whole lines but follow one another in B (24 f32,

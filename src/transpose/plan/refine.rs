@@ -320,7 +320,25 @@ impl TransposePlan {
         let big = self.norm.elements() * es >= STREAM_MIN_BYTES;
         // one-line-run tiles that the host's rule decides (not those that always stream)
         let plain = self.one_line_tile() == Some(false) && !self.line_stream;
-        big && !plain
+        big && !plain && !self.short_joined_batches()
+    }
+
+    /// Whether a row copy could stream only as joined batches ([`Self::joined_rows`]: rows
+    /// that are not whole store blocks) shorter than [`JOINED_STREAM_MIN_BYTES`] whose rows
+    /// lie a page or more apart in A: such a plan stores plainly unless streaming is forced
+    /// (batches of rows close together in A ran alike either way).
+    fn short_joined_batches(&self) -> bool {
+        let KernelKind::Rows { n } = self.kernel else {
+            return false;
+        };
+        let bytes = n * self.dtype.size_bytes();
+        let whole = bytes.is_multiple_of(kernel::stream_block(self.isa).max(1));
+        !whole
+            && self.joined_rows()
+            && self.row_batch.is_some_and(|d| {
+                let apart = d.sa.unsigned_abs() * self.dtype.size_bytes();
+                d.n * bytes < JOINED_STREAM_MIN_BYTES && apart >= kernel::PAGE
+            })
     }
 
     /// For a tile whose A rows are at most one cache line long (a one-line-run tile, e.g. 16

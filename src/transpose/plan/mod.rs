@@ -96,6 +96,34 @@ pub const PREFETCH_MAX_UNITS: usize = 64;
 /// (they would not stay in cache anyway, and streaming skips reading them first).
 pub const STREAM_MIN_BYTES: usize = 16 << 20;
 
+/// Reorders the outer loops of a copy of rows of `n` elements that are not whole lines so
+/// that each unit reads one contiguous block of A and the units walk A in order, where the
+/// dims allow it: the batch (innermost) is the dim whose rows follow one another in A
+/// (`sa == n`), the loop around it the dim whose rows follow one another in B (`sb == n`)
+/// and whose A stride steps over the whole batch. B is then written as one stream per batch
+/// row, each unit continuing the lines the previous unit left open. A batch along B instead
+/// read each partly used A line once per pass of the loops around it: rows of 15 f64 in
+/// batches of 50625 ran at 0.08-0.12 of the best copy against 0.45 this way
+/// (`docs/TUNING.md`, "Rows that are not whole lines: A blocks, B streams").
+fn a_blocks_b_streams(outer: &mut Vec<usize>, dims: &[Dim], n: usize) {
+    let n = n as isize;
+    let along_a = outer
+        .iter()
+        .copied()
+        .find(|&k| dims[k].sa == n && dims[k].n > 1);
+    let along_b = outer
+        .iter()
+        .copied()
+        .find(|&k| dims[k].sb == n && dims[k].n > 1);
+    if let (Some(ka), Some(kb)) = (along_a, along_b) {
+        if ka != kb && dims[kb].sa == dims[ka].n as isize * n {
+            outer.retain(|&k| k != ka && k != kb);
+            outer.push(kb);
+            outer.push(ka);
+        }
+    }
+}
+
 /// Shortest batch (bytes) of rows that are not whole store blocks, a page or more apart in
 /// A, streamed by default as one joined range (`kernel::stream_joined_rows`): batches of 15
 /// rows of 15 f64 (1800 bytes) ran 1.1-2.6x faster with ordinary stores, batches of 225
@@ -467,6 +495,8 @@ impl TransposePlan {
             let es = self.dtype.size_bytes();
             if self.streams_rows() && n * es >= kernel::LINE {
                 outer.sort_by_key(|&k| (std::cmp::Reverse(dims[k].sa.unsigned_abs()), k));
+            } else if !(n * es).is_multiple_of(kernel::LINE) {
+                a_blocks_b_streams(&mut outer, &dims, n);
             }
             let grouped = |k: usize| {
                 let d = dims[k];
@@ -1292,9 +1322,60 @@ mod tests {
         }
     }
 
+    /// Rows that are not whole lines, where one dim's rows follow one another in A and
+    /// another's follow one another in B with an A stride of a whole batch (a 2-D transposition
+    /// of rows, `[1, 0, 2]`): the batch runs along A and the loop around it along B
+    /// (`a_blocks_b_streams`), at every ISA, and the values are right. Rows of whole lines
+    /// keep their order.
+    #[test]
+    fn rows_that_are_not_whole_lines_read_a_blocks_in_order() {
+        for isa in Isa::available() {
+            for (n, dt) in [(15usize, DType::F64), (13, DType::F32), (7, DType::F64)] {
+                let (p_, q) = (21usize, 10usize);
+                let a = Layout::row_major(&[p_, q, n]).unwrap();
+                let b = Layout::row_major(&[q, p_, n]).unwrap();
+                let opts = TransposeOptions {
+                    isa: Some(isa),
+                    threads: Some(1),
+                    ..Default::default()
+                };
+                let p = TransposePlan::new(&[1, 0, 2], &a, &b, dt, &opts).unwrap();
+                assert_eq!(p.kernel(), KernelKind::Rows { n }, "{}", p.describe());
+                let batch = p.row_batch.expect("a batch of rows");
+                assert_eq!((batch.n, batch.sa), (q, n as isize), "{}", p.describe());
+                let around = p.loops.iter().rfind(|l| l.role == Role::Outer).unwrap();
+                assert_eq!(
+                    (around.count, around.sb),
+                    (p_, n as isize),
+                    "{}",
+                    p.describe()
+                );
+                if dt == DType::F64 {
+                    let src: Vec<f64> = (0..p_ * q * n).map(|x| x as f64 * 0.5 - 3.0).collect();
+                    for off in [0, 3] {
+                        run_into_offset_b(&p, &src, &[p_, q, n], &[1, 0, 2], 2.0, off);
+                    }
+                }
+            }
+            // rows of 16 f64 (two lines) keep the batch along B
+            let a = Layout::row_major(&[21, 10, 16]).unwrap();
+            let b = Layout::row_major(&[10, 21, 16]).unwrap();
+            let opts = TransposeOptions {
+                isa: Some(isa),
+                threads: Some(1),
+                streaming: Some(false),
+                ..Default::default()
+            };
+            let p = TransposePlan::new(&[1, 0, 2], &a, &b, DType::F64, &opts).unwrap();
+            if let Some(batch) = p.row_batch {
+                assert_ne!(batch.sa, 16, "{isa:?} {}", p.describe());
+            }
+        }
+    }
+
     /// Joined batches shorter than a page whose rows lie a page or more apart in A store
     /// plainly by default (`JOINED_STREAM_MIN_BYTES`), with streaming still available when
-    /// forced; those whose rows are close in A, and long batches, stream.
+    /// forced; long batches stream.
     #[test]
     fn short_joined_batches_of_far_rows_store_plainly() {
         let isa = Isa::Avx2;
@@ -1323,13 +1404,6 @@ mod tests {
             far.describe()
         );
         assert!(plan(&[3, 1, 0, 4, 2, 5], Some(true)).stores_stream());
-        // the same batches with rows 1800 bytes apart in A
-        let near = plan(&[2, 4, 0, 1, 3, 5], None);
-        assert!(
-            near.joined_rows() && near.stores_stream(),
-            "{}",
-            near.describe()
-        );
         // batches of 225 rows (27 KiB)
         let long = plan(&[2, 4, 3, 0, 1, 5], None);
         assert!(
@@ -1350,16 +1424,18 @@ mod tests {
             if isa == Isa::Scalar || cfg!(miri) {
                 continue;
             }
+            // (B's adjacent rows are 36 rows apart in A and A's adjacent rows form blocks of
+            // 3: no A-block order, which would take the batch along A; `a_blocks_b_streams`)
             for (n, dt) in [(24usize, DType::F32), (9, DType::F64), (17, DType::F32)] {
-                let a = Layout::row_major(&[12, 3, n]).unwrap();
-                let b = Layout::row_major(&[3, 12, n]).unwrap();
+                let a = Layout::row_major(&[4, 12, 3, n]).unwrap();
+                let b = Layout::row_major(&[3, 12, 4, n]).unwrap();
                 let opts = TransposeOptions {
                     isa: Some(isa),
                     threads: Some(1),
                     streaming: Some(true),
                     ..Default::default()
                 };
-                let p = TransposePlan::new(&[1, 0, 2], &a, &b, dt, &opts).unwrap();
+                let p = TransposePlan::new(&[2, 1, 0, 3], &a, &b, dt, &opts).unwrap();
                 assert_eq!(p.kernel(), KernelKind::Rows { n }, "{}", p.describe());
                 // (Rows of whole blocks stream row by row, their batches ordered by A.)
                 let whole = (n * dt.size_bytes()).is_multiple_of(kernel::stream_block(isa));
@@ -1367,22 +1443,22 @@ mod tests {
                 assert!(p.stores_stream(), "{isa:?} {n}");
                 if !whole && dt == DType::F64 {
                     let before = kernel::JOINED_BATCHES.load(Ordering::Relaxed);
-                    let src: Vec<f64> = (0..12 * 3 * n).map(|x| x as f64 - 7.0).collect();
+                    let src: Vec<f64> = (0..4 * 12 * 3 * n).map(|x| x as f64 - 7.0).collect();
                     for off in [0, 1, 5] {
-                        run_into_offset_b(&p, &src, &[12, 3, n], &[1, 0, 2], 1.0, off);
+                        run_into_offset_b(&p, &src, &[4, 12, 3, n], &[2, 1, 0, 3], 1.0, off);
                     }
                     assert!(kernel::JOINED_BATCHES.load(Ordering::Relaxed) >= before + 3);
                 }
             }
             // 12 f32 rows (48 bytes) are shorter than an AVX-512 line.
-            let a = Layout::row_major(&[12, 3, 12]).unwrap();
-            let b = Layout::row_major(&[3, 12, 12]).unwrap();
+            let a = Layout::row_major(&[4, 12, 3, 12]).unwrap();
+            let b = Layout::row_major(&[3, 12, 4, 12]).unwrap();
             let opts = TransposeOptions {
                 isa: Some(isa),
                 streaming: Some(true),
                 ..Default::default()
             };
-            let p = TransposePlan::new(&[1, 0, 2], &a, &b, DType::F32, &opts).unwrap();
+            let p = TransposePlan::new(&[2, 1, 0, 3], &a, &b, DType::F32, &opts).unwrap();
             if let KernelKind::Rows { .. } = p.kernel() {
                 assert_eq!(
                     p.joined_rows(),

@@ -1331,7 +1331,11 @@ mod tests {
     fn rows_that_are_not_whole_lines_read_a_blocks_in_order() {
         for isa in Isa::available() {
             for (n, dt) in [(15usize, DType::F64), (13, DType::F32), (7, DType::F64)] {
-                let (p_, q) = if cfg!(miri) { (6, 4) } else { (21usize, 10usize) };
+                let (p_, q) = if cfg!(miri) {
+                    (6, 4)
+                } else {
+                    (21usize, 10usize)
+                };
                 let a = Layout::row_major(&[p_, q, n]).unwrap();
                 let b = Layout::row_major(&[q, p_, n]).unwrap();
                 let opts = TransposeOptions {

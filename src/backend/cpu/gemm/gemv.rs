@@ -2,8 +2,9 @@
 //! stride. Both GEMM libraries run these as general GEMMs and read the matrix at about half
 //! the memory's rate; here the matrix is streamed once:
 //!
-//! - rows contiguous: one dot product per row (eight accumulators, so the compiler can keep
-//!   them in vector registers);
+//! - rows contiguous: dot products of four rows at a time against one load of the vector
+//!   (`gemv_x86.rs`, f32 and f64 on AVX2 + FMA), else one row at a time with sixteen
+//!   accumulators; a product on the calling thread needs no heap buffer;
 //! - columns contiguous: blocks of rows (up to 128 KiB of accumulators each) take eight
 //!   columns at a time (then four, then one), `y[block] += x[l] * M[block, l] + ...`, every
 //!   column segment a contiguous run.

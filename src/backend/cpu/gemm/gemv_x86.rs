@@ -1,8 +1,8 @@
 //! AVX2 + FMA kernels of the row-contiguous matrix-vector product: four rows' dot products
 //! against one vector at a time, for `f32` and `f64`. The vector is loaded once for four rows,
 //! the four rows are four memory streams in flight, and each row keeps two vector
-//! accumulators (eight in all, enough to hide the FMA latency). The generic loops of
-//! `gemv.rs` were vectorized across the four rows instead, with a shuffle per element.
+//! accumulators (eight in all, enough to hide the FMA latency). Generic loops over four rows
+//! vectorize across the rows instead, with a shuffle per element.
 
 use std::arch::x86_64::*;
 

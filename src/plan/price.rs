@@ -484,8 +484,14 @@ impl CallPrice {
             .or_else(skinny)
             .unwrap_or_else(|| {
                 let used = crate::model::gemm_grid_threads(m, n, k, gt);
-                gemm_coeffs_resident(p, library, dtype, used, self.layout, self.memory_share)
-                    .seconds(m, n, k)
+                let mut c =
+                    gemm_coeffs_resident(p, library, dtype, used, self.layout, self.memory_share);
+                if self.c_memory_bytes > 0.0 && !c.measured {
+                    // C's trip to memory is `memory` below: the call itself writes C at the
+                    // caches' per-element cost, not at a share of memory's as well
+                    c.c = gemm_coeffs_resident(p, library, dtype, used, self.layout, 0.0).c;
+                }
+                c.seconds(m, n, k)
             });
         let slowdown = p.gemm_concurrency_at(
             library,
@@ -647,6 +653,7 @@ pub(super) fn geometry(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::GemmCoeffs;
 
     /// The inside-out growth finds the part the search over every part finds: orders of up
     /// to four labels against two tensors whose axes are the labels in every order, with
@@ -703,6 +710,40 @@ mod tests {
 
     /// Short rows cost nothing in cache (1.1 MB moved is partly), the whole per-row price
     /// from 4 MiB moved on, per thread; rows of 1 KiB and more cost nothing.
+    /// A call of a loop whose C goes to memory block by block pays C's trip to memory once
+    /// (read for ownership and write-back at the copy rate), beside the caches' per-element
+    /// cost of C: not a memory share of C's per-element cost as well.
+    #[test]
+    fn c_to_memory_is_priced_once() {
+        let p = Profile::builtin(vec![40.0]);
+        let (lib, dt) = (GemmLibrary::Gemm, DType::F64);
+        let (m, n, k) = (24, 4096, 24);
+        let price = |c_memory_bytes: f64| CallPrice {
+            layout: GemmLayout::ROW,
+            mnk: (m, n, k),
+            operands: OperandSource::Memory,
+            memory_share: 0.65,
+            penalty: 0.0,
+            c_memory_bytes,
+            skinny: None,
+        };
+        let c_bytes = (m * n * 8) as f64;
+        let resident = price(0.0).seconds(&p, lib, dt, 1, 1);
+        let to_memory = price(c_bytes).seconds(&p, lib, dt, 1, 1);
+        let trip = 2.0 * c_bytes / (p.copy_gbps(1) * 1e9);
+        let mixed = gemm_coeffs_resident(&p, lib, dt, 1, GemmLayout::ROW, 0.65);
+        let cached = gemm_coeffs_resident(&p, lib, dt, 1, GemmLayout::ROW, 0.0);
+        let own = GemmCoeffs {
+            c: cached.c,
+            ..mixed.clone()
+        };
+        let close = |x: f64, y: f64| (x - y).abs() <= 1e-9 * y;
+        assert!(close(resident, mixed.seconds(m, n, k)), "{resident}");
+        let want = own.seconds(m, n, k) + trip;
+        assert!(close(to_memory, want), "{to_memory} against {want}");
+        assert!(to_memory <= resident + trip);
+    }
+
     #[test]
     fn short_rows_are_priced_as_memory_misses() {
         // 14045 rows of 5 f64 (562 KB each way): about half the price

@@ -173,6 +173,10 @@ fn result_shape(spec: &str, shapes: &[&[usize]]) -> crate::Result<Vec<usize>> {
     })
 }
 
+/// Results of at least this many bytes start on a cache line (`ttgt._arrays.ALIGNED_MIN_BYTES`,
+/// the same value, where the package allocates them).
+const ALIGNED_MIN_BYTES: usize = 1 << 20;
+
 fn einsum_new_typed<'py, T: Element + numpy::Element>(
     py: Python<'py>,
     spec: &str,
@@ -189,8 +193,18 @@ fn einsum_new_typed<'py, T: Element + numpy::Element>(
     };
     let ro = readonly::<T>(operands)?;
     let views: Vec<ArrayViewD<'_, T>> = ro.iter().map(|r| r.as_array()).collect();
-    // SAFETY: beta = 0, so the engine writes every element before anything reads one.
-    let out = unsafe { PyArrayDyn::<T>::new(py, shape, false) };
+    let bytes = shape.iter().product::<usize>() * std::mem::size_of::<T>();
+    let out = if bytes >= ALIGNED_MIN_BYTES {
+        // numpy's large arrays start 16 bytes past a cache line: the package's allocator
+        // of line-aligned results (`ttgt._arrays.empty`) makes this one
+        py.import("ttgt._arrays")?
+            .getattr("empty")?
+            .call1((shape, numpy::dtype::<T>(py)))?
+            .cast_into::<PyArrayDyn<T>>()?
+    } else {
+        // SAFETY: beta = 0, so the engine writes every element before anything reads one.
+        unsafe { PyArrayDyn::<T>::new(py, shape, false) }
+    };
     // SAFETY: `out` was created just above; no other reference to its data exists, so this
     // view is the only one (rust-numpy's borrow flags would only confirm that).
     let mut c = unsafe { out.as_array_mut() };

@@ -251,3 +251,28 @@ def test_workspace_retention_bounds_the_pool(rng):
             ttgt.workspace_retention(-1)
     finally:
         assert ttgt.workspace_retention(old) == old
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_large_results_start_on_a_cache_line(order, rng):
+    # 2 MiB results from einsum, transpose and a Plan: 64-byte aligned, in the asked order,
+    # writable, equal to numpy's; small ones are plain numpy arrays
+    a = rng.standard_normal((512, 256))
+    b = rng.standard_normal((256, 512))
+    got = ttgt.einsum("ij,jk->ik", a, b, order=order)
+    assert got.ctypes.data % 64 == 0
+    assert got.flags.c_contiguous if order == "C" else got.flags.f_contiguous
+    assert got.flags.writeable and got.shape == (512, 512)
+    assert_close(got, a @ b, np.float64)
+    t = ttgt.transpose(a, (1, 0))
+    assert t.ctypes.data % 64 == 0 and t.flags.c_contiguous
+    assert np.array_equal(t, a.T)
+    p = ttgt.Plan("ij,jk->ik", a, b)
+    r = p(a, b)
+    assert r.ctypes.data % 64 == 0
+    assert_close(r, a @ b, np.float64)
+    for shape, dt in [((1 << 17,), np.float64), ((3, 5, 7), np.complex64), ((), np.float32)]:
+        e = _arrays.empty(shape, dt, order=order)
+        assert e.shape == shape and e.dtype == dt
+        if e.nbytes >= _arrays.ALIGNED_MIN_BYTES:
+            assert e.ctypes.data % 64 == 0

@@ -81,7 +81,7 @@ def einsum(
     True
     """
     if out is None and alpha == 1 and dtype is None and type(alpha) is int and operands \
-            and type(operands[0]) is str and (optimize is False or optimize is True):
+            and type(operands[0]) is str and (optimize is False or optimize is True) and order != "F":
         # the common call: one dtype, arrays usable in place, a new result
         stack = _local.stack
         r = _ttgt.einsum_new(operands[0], operands[1:], stack[-1] if stack else 0)
@@ -123,7 +123,7 @@ def einsum(
     a = 1 + 0j if type(alpha) is int and alpha == 1 else _arrays.scalar(alpha, dt)
     if out is None:
         b = 0j
-        result = np.empty(shape, dtype=dt, order="F" if order == "F" else "C")
+        result = _arrays.empty(shape, dt, order="F" if order == "F" else "C")
     else:
         result = _arrays.check_out(out, shape)
         b = _arrays.scalar(beta, dt)
@@ -247,7 +247,7 @@ def transpose(
     dt = _arrays.result_dtype([x] if out is None else [np.empty(0, dt)], None, alpha, beta)
     src = _arrays.operand(x, dt)
     if out is None:
-        result = np.empty(shape, dtype=dt)
+        result = _arrays.empty(shape, dt)
         b = 0j
     else:
         result = _arrays.check_out(out, shape)

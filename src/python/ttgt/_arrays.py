@@ -38,6 +38,29 @@ def result_dtype(operands: Sequence[np.ndarray], dtype: Any, alpha: Any, beta: A
     return dt
 
 
+#: Results of at least this many bytes start on a 64-byte cache line (:func:`empty`).
+ALIGNED_MIN_BYTES = 1 << 20
+
+
+def empty(shape: Sequence[int], dtype: Any, order: str = "C") -> np.ndarray:
+    """An uninitialized result array, as ``np.empty``, whose data starts on a 64-byte cache
+    line when it holds at least :data:`ALIGNED_MIN_BYTES`.
+
+    numpy's large arrays start 16 bytes past a line (the system allocator's header), where
+    rows of whole lines cannot be written with streaming stores; such results are a view of
+    a slightly larger byte buffer instead (``result.base`` holds it)."""
+    dt = np.dtype(dtype)
+    count = 1
+    for d in shape:
+        count *= int(d)
+    nbytes = count * dt.itemsize
+    if nbytes < ALIGNED_MIN_BYTES:
+        return np.empty(shape, dtype=dt, order=order)
+    raw = np.empty(nbytes + 64, dtype=np.uint8)
+    start = -raw.ctypes.data % 64
+    return raw[start : start + nbytes].view(dt).reshape(tuple(shape), order=order)
+
+
 def supported(dt: np.dtype) -> bool:
     # "E" is bfloat16 only when ml_dtypes defines it
     return dt.char in SUPPORTED and (dt.char != "E" or dt.name == "bfloat16")

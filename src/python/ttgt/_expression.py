@@ -79,7 +79,7 @@ class Expression(_Planned):
                 raise ValueError(f"operand {k} has shape {a.shape}, the expression was made for {s}")
             arrays.append(a)
         if out is None:
-            result = np.empty(self._out_shape, self._dtype)
+            result = _arrays.empty(self._out_shape, self._dtype)
             b: complex = 0j
         else:
             result = _arrays.check_out(out, self._out_shape)

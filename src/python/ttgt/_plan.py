@@ -120,7 +120,7 @@ class Plan(_Planned):
         if out is None:
             if self._out_given:
                 raise ValueError("the plan was made for a given out layout: pass out=")
-            result = np.empty(self._out_shape, self._dtype)
+            result = _arrays.empty(self._out_shape, self._dtype)
             b = 0j
         else:
             result = _arrays.check_out(out, self._out_shape)

@@ -708,8 +708,6 @@ mod tests {
         assert!(checked > 400, "{checked}");
     }
 
-    /// Short rows cost nothing in cache (1.1 MB moved is partly), the whole per-row price
-    /// from 4 MiB moved on, per thread; rows of 1 KiB and more cost nothing.
     /// A call of a loop whose C goes to memory block by block pays C's trip to memory once
     /// (read for ownership and write-back at the copy rate), beside the caches' per-element
     /// cost of C: not a memory share of C's per-element cost as well.
@@ -744,6 +742,8 @@ mod tests {
         assert!(to_memory <= resident + trip);
     }
 
+    /// Short rows cost nothing in cache (1.1 MB moved is partly), the whole per-row price
+    /// from 4 MiB moved on, per thread; rows of 1 KiB and more cost nothing.
     #[test]
     fn short_rows_are_priced_as_memory_misses() {
         // 14045 rows of 5 f64 (562 KB each way): about half the price

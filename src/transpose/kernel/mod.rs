@@ -1030,8 +1030,9 @@ mod tests {
         );
     }
 
-    /// The joined-rows streaming copy on every SIMD level of this CPU: rows of 32 to 200
-    /// bytes (every dword count, so every join offset), sources with gaps between them,
+    /// The joined-rows streaming copy on every SIMD level of this CPU: rows of one store
+    /// block (32 bytes on AVX2, 64 on AVX-512) to 200 bytes (every dword count, so every
+    /// join offset), sources with gaps between them,
     /// destinations starting every 4 bytes into a line: the range equals the rows one after
     /// another, and the bytes around it are untouched.
     #[test]
@@ -1040,7 +1041,7 @@ mod tests {
             let Some(joined) = stream_joined_rows(isa) else {
                 continue;
             };
-            for bytes in (32..=200).step_by(4) {
+            for bytes in (stream_block(isa)..=200).step_by(4) {
                 let count = 7;
                 let sa = bytes + 20;
                 let src: Vec<u8> = (0..sa * count + 64).map(|x| (x * 13 % 251) as u8).collect();

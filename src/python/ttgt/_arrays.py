@@ -4,7 +4,7 @@ cannot be used in place."""
 from __future__ import annotations
 
 import numbers
-from typing import Any, Sequence, cast
+from typing import Any, Literal, Sequence, cast
 
 import numpy as np
 
@@ -42,7 +42,7 @@ def result_dtype(operands: Sequence[np.ndarray], dtype: Any, alpha: Any, beta: A
 ALIGNED_MIN_BYTES = 1 << 20
 
 
-def empty(shape: Sequence[int], dtype: Any, order: str = "C") -> np.ndarray:
+def empty(shape: Sequence[int], dtype: Any, order: Literal["C", "F"] = "C") -> np.ndarray:
     """An uninitialized result array, as ``np.empty``, whose data starts on a 64-byte cache
     line when it holds at least :data:`ALIGNED_MIN_BYTES`.
 
@@ -55,7 +55,7 @@ def empty(shape: Sequence[int], dtype: Any, order: str = "C") -> np.ndarray:
         count *= int(d)
     nbytes = count * dt.itemsize
     if nbytes < ALIGNED_MIN_BYTES:
-        return np.empty(shape, dtype=dt, order=order)
+        return np.empty(tuple(shape), dtype=dt, order=order)
     raw = np.empty(nbytes + 64, dtype=np.uint8)
     start = -raw.ctypes.data % 64
     return raw[start : start + nbytes].view(dt).reshape(tuple(shape), order=order)
